@@ -32,14 +32,18 @@ import (
 // through its EscapeBridge: to another group's master with
 // enableRemoteEscape, refused with SERVICE_NOT_AVAILABLE without it.
 // rocketkv has the bridge (escape.go) and, with enableRemoteEscape, runs
-// on an acting master the timer's and the delay levels' delivery and the
-// escape of open transactions (changeSpecialServices); not POP revive
-// (its pops answer from the committed offset, so what the master
-// had in flight is popped again from the slave, pop.Service.PopReadOnly:
-// reviving it too would deliver it twice). Without escape it
-// starts none: RocketMQ's deliver nothing either (every put they make is
-// refused, and they retry it until the master is back), so what
-// consumers see is the same.
+// on an acting master the timer's and the delay levels' delivery, the
+// escape of open transactions and the POP revive of what the master had
+// in flight (changeSpecialServices; the revive, pop.Service's
+// RunActingRevive, puts through the bridge's putToSpecificQueue, as
+// RocketMQ's PopReviveService.reviveRetry, and the slave's pops then
+// start past the master's copied pop position instead of popping that
+// again). Without escape it starts none: RocketMQ's deliver nothing
+// either (every put they make is refused; its timers retry until the
+// master is back, its revive drops what it could not put, which the
+// master revives when it is back); the slave's pops start from the
+// committed offset then, so what the master had in flight is popped
+// again from the slave (pop.Service.PopReadOnly).
 
 // memberGroupTimeout bounds each GET_BROKER_MEMBER_GROUP, as RocketMQ's
 // BrokerOuterAPI.getBrokerMemberGroup (3 s).
@@ -207,8 +211,9 @@ func (b *Broker) updateMinBroker(minID int64, minAddr string, ch minBrokerChange
 // specialServices are the special services an acting master runs with
 // enableRemoteEscape (RocketMQ's changeSpecialServiceStatus): the timer's
 // and the delay levels' delivery, whose messages escape to another
-// group's master, and the transaction checker's escape of the open
-// halves (txn.RunEscape). mu
+// group's master, the transaction checker's escape of the open
+// halves (txn.RunEscape) and the POP revive of the checkpoints copied
+// from the master (pop.Service.RunActingRevive). mu
 // serialises their start and stop; lock order: groupState.mu before it.
 type specialServices struct {
 	mu sync.Mutex
@@ -228,9 +233,10 @@ type specialServices struct {
 // own, which the next copy from the master replaces), and
 // deletes what it delivers from this slave's index only; the open
 // transactions sent to another group are forgotten from this slave's
-// index only. When the master is back, it goes on from its own state:
-// what both delivered is delivered twice, and a transaction both hold is
-// checked by both, as with RocketMQ.
+// index only, and so are the checkpoints revived. When the master is
+// back, it goes on from its own state: what both delivered or revived is
+// delivered twice, and a transaction both hold is checked by both, as
+// with RocketMQ.
 func (b *Broker) changeSpecialServices(start bool) {
 	sp := &b.special
 	sp.mu.Lock()
@@ -257,9 +263,12 @@ func (b *Broker) changeSpecialServices(start bool) {
 			wg.Go(func() { b.timers.Run(ctx) })
 			wg.Go(func() { b.scheduleLoop(ctx) })
 			wg.Go(func() { b.txns.RunEscape(ctx, b.escape.put) })
+			if svc := b.popSvc; svc != nil {
+				wg.Go(func() { svc.RunActingRevive(ctx, b.escape.putToSpecificQueue) })
+			}
 			wg.Wait()
 		}()
-		b.log.Warn().Msg("acting master: special services started (timer and delay-level delivery, open transactions, through the escape bridge)")
+		b.log.Warn().Msg("acting master: special services started (timer and delay-level delivery, open transactions, POP revive, through the escape bridge)")
 	default:
 		sp.stop()
 		<-sp.done

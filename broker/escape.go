@@ -32,8 +32,9 @@ import (
 // putMessage and putMessageToRemoteBroker) takes the next queue of the
 // route not of its own group (TopicPublishInfo.selectOneMessageQueue with
 // the broker's own name), putToSpecificQueue (RocketMQ's
-// putMessageToSpecificQueue, which its POP revive uses) the queue
-// floorMod(hash(topic + storeHost), queues) with Java's String.hashCode.
+// putMessageToSpecificQueue, which its POP revive uses, and so does
+// pop.Service.RunActingRevive) the queue floorMod(hash(topic +
+// storeHost), queues) with Java's String.hashCode.
 // Only a SUCCESS answer is a put: any other answer, or none, fails it with
 // errEscapeFailed (PUT_TO_REMOTE_BROKER_FAIL). Without enableRemoteEscape
 // every put fails with errEscapeUnavailable (SERVICE_NOT_AVAILABLE).
@@ -236,13 +237,22 @@ func (e *escapeBridge) put(ctx context.Context, m *commitlog.Message) error {
 // putToSpecificQueue sends m to the queue of its topic that its topic and
 // this broker's store host choose (RocketMQ's
 // EscapeBridge.putMessageToSpecificQueue, through which its POP revive
-// escapes): nil once that queue's master stored it.
+// escapes: pop.Service.RunActingRevive): nil once that queue's master
+// stored it. The choice is among all the route's queues, this group's
+// too, as RocketMQ's; a queue of this group (its acting master's queues
+// are read-only in routes, so only one the name servers kept from its
+// master's registration) fails the put without a send, which this
+// broker, a slave, would refuse.
 func (e *escapeBridge) putToSpecificQueue(ctx context.Context, m *commitlog.Message) error {
 	p, err := e.target(ctx, m.Topic)
 	if err != nil {
 		return err
 	}
 	q := p.queues[floorMod(javaStringHash(m.Topic+javaSocketAddress(e.b.storeHost.String())), len(p.queues))]
+	if q.brokerName == e.b.cfg.BrokerName {
+		e.fails.Failed().Str("topic", m.Topic).Int32("queue", q.queueID).Msg("escape put to the specific queue: the queue is of this broker group")
+		return fmt.Errorf("escape %s: queue %d chosen is of this broker group: %w", m.Topic, q.queueID, errEscapeFailed)
+	}
 	return e.send(ctx, p, q, m)
 }
 

@@ -31,9 +31,9 @@ type escapeCluster struct {
 }
 
 // startEscapeCluster starts an escapeCluster; common adds to the
-// settings of the acting-master group's brokers, before runs on the
-// master while it is up.
-func startEscapeCluster(t *testing.T, topic string, common map[string]string, before func(master *testBroker)) escapeCluster {
+// settings of the acting-master group's brokers, before runs with the
+// master up (and the other group's master).
+func startEscapeCluster(t *testing.T, topic string, common map[string]string, before func(master, other *testBroker)) escapeCluster {
 	t.Helper()
 	ns := startActingNameServer(t, false)
 	nsAddr := ns.Addr().String()
@@ -47,7 +47,7 @@ func startEscapeCluster(t *testing.T, topic string, common map[string]string, be
 	createTopic(t, master.client(nil), topic, 1, 1)
 	createTopic(t, other.client(nil), topic, 4, 4)
 	if before != nil {
-		before(master)
+		before(master, other)
 	}
 	waitReplicated(t, master, slave)
 	syncSlave(t, slave, master)
@@ -161,7 +161,7 @@ func TestEscapeBridgeSendsToAnotherGroupsMaster(t *testing.T) {
 // master's watermark). With the master back the timer stops.
 func TestActingMasterDeliversTimerMessagesThroughEscape(t *testing.T) {
 	common := map[string]string{"timerPrecisionMs": "100"}
-	c := startEscapeCluster(t, "TMX", common, func(master *testBroker) {
+	c := startEscapeCluster(t, "TMX", common, func(master, _ *testBroker) {
 		mc := master.client(nil)
 		mustSend(t, mc, "TMX", 0, "soon", "UNIQ_KEY\x01TMX-1\x02TIMER_DELAY_MS\x01200\x02")
 		waitDelivered(t, master, mc, "TMX", 0, 1)
@@ -234,7 +234,7 @@ func specialRunning(tb *testBroker) bool {
 // group's master as halves of its own, whose checker then asks the
 // producer, and forgets them.
 func TestActingMasterEscapesOpenTransactions(t *testing.T) {
-	c := startEscapeCluster(t, "TXE", nil, func(master *testBroker) {
+	c := startEscapeCluster(t, "TXE", nil, func(master, _ *testBroker) {
 		mc := master.client(nil)
 		sendHalf(t, mc, "TXE", 0, "TXE-open", "open", "", time.Now().UnixMilli())
 		done := sendHalf(t, mc, "TXE", 0, "TXE-done", "done", "", time.Now().UnixMilli())
@@ -283,7 +283,7 @@ func TestActingMasterEscapesOpenTransactions(t *testing.T) {
 // keeps the level's progress.
 func TestActingMasterDeliversDelayLevelsThroughEscape(t *testing.T) {
 	common := map[string]string{"messageDelayLevel": "3s 5s"}
-	c := startEscapeCluster(t, "DLX", common, func(master *testBroker) {
+	c := startEscapeCluster(t, "DLX", common, func(master, _ *testBroker) {
 		mustSend(t, master.client(nil), "DLX", 0, "delayed", "UNIQ_KEY\x01DLX-1\x02DELAY\x011\x02")
 	})
 	var got []commitlog.Message

@@ -112,7 +112,9 @@ func (b *Broker) startPop() error {
 	b.reviving.Store(svc)
 	b.popHolds = newPopHolds(b)
 	if !b.isSlave() {
-		svc.Start() // revive puts messages; a slave's come from its master
+		// Revive puts messages; a slave's come from its master, but an
+		// acting master's (changeSpecialServices).
+		svc.Start()
 	}
 	return nil
 }
@@ -422,7 +424,11 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 // message out of its in-flight counter, as the slave's own count for the
 // threshold is here). The master's in-flight state, which the slave
 // copies, is the one a promoted slave revives; an ack of a message
-// popped from the master is for the master. An orderly
+// popped from the master is for the master, but on an acting master
+// that revives that state (enableRemoteEscape), where it takes the
+// message out of its copy so that it is not revived (RocketMQ's acting
+// master escapes its ACK to another group's revive topic, where no
+// checkpoint meets it). An orderly
 // ack moves what the slave keeps of its own orderly pops
 // (pop.Service.AckReadOnly), as RocketMQ's slave's ackOrderly moves its
 // order info and offset table (which it persists), and is MESSAGE_ILLEGAL for an
