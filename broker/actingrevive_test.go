@@ -61,8 +61,8 @@ func TestActingMasterRevivesPopThroughEscape(t *testing.T) {
 		group = "prv-g"
 		// soon is the invisible time of the messages revived while the
 		// master is down, later of the one due after it is back.
-		soon  = 5 * time.Second
-		later = 14 * time.Second
+		soon  = 6 * time.Second
+		later = 16 * time.Second
 	)
 	retry := pop.RetryTopicV1(topic, group)
 	var first, second popclient.PopResult
@@ -158,10 +158,14 @@ func TestActingMasterRevivesPopThroughEscape(t *testing.T) {
 	}
 	// The master revives m2 itself (and m0 and m1 again: it knows
 	// nothing of the acting master's revive and acks, as RocketMQ's).
-	waitFor(t, "the master to revive m2", func() bool {
-		b, _ := bodiesIn(t, master2, retry)
-		return slices.Contains(b, "m2")
-	})
+	for deadline := poppedAt.Add(later + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, _ := bodiesIn(t, master2, retry); slices.Contains(b, "m2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting: the master to revive m2")
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
 	if bodies, _ := bodiesIn(t, c.other, retry); !slices.Equal(bodies, []string{"m0"}) {
 		t.Fatalf("with the master back, the other group's pop-retry topic holds %q, want [m0]", bodies)
