@@ -207,3 +207,61 @@ func TestActingMasterWithoutEscapeRevivesNothing(t *testing.T) {
 		t.Fatalf("pop on the acting master: %v, %d messages, want m0 again", err, len(res.Messages))
 	}
 }
+
+// On an acting master that revives, a change of invisible time of a
+// message popped from the master moves it in the copy to its new
+// deadline (RocketMQ's acting master puts the new checkpoint through its
+// escape bridge), so it is not revived at the old one, and an ack with
+// the new handle takes it out; a message the acting master popped itself
+// still cannot have its invisible time changed (SYSTEM_ERROR, as on any
+// slave).
+func TestActingMasterChangesInvisibleTimeOfTheMastersPops(t *testing.T) {
+	const topic, group = "PRC", "prc-g"
+	const invisible = 4 * time.Second
+	retry := pop.RetryTopicV1(topic, group)
+	var popped popclient.PopResult
+	var poppedAt time.Time
+	c := startEscapeCluster(t, topic, nil, func(master, other *testBroker) {
+		createTopic(t, other.client(nil), retry, 1, 1)
+		mc := master.client(nil)
+		sendBodies(t, mc, topic, 2)
+		master.caughtUp()
+		poppedAt = time.Now()
+		popped = mustPop(t, popclient.New(mc, master.cfg.BrokerName), popclient.PopRequest{Group: group, Topic: topic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: invisible})
+		if len(popped.Messages) != 1 {
+			t.Fatalf("pop on the master: %d messages", len(popped.Messages))
+		}
+	})
+	waitRoute(t, c, retry, c.other.cfg.BrokerName)
+	sc := popclient.New(c.slave.client(nil), c.slave.cfg.BrokerName)
+	code, h, err := sc.ChangeInvisibleTime(ctx20(t), group, popped.Messages[0], time.Minute)
+	if err != nil || code != remoting.Success {
+		t.Fatalf("change of invisible time on the acting master: %d %v, want SUCCESS", code, err)
+	}
+	if since := time.Since(poppedAt); since >= invisible {
+		t.Fatalf("the failover took %v, past the invisible time %v", since, invisible)
+	}
+	time.Sleep(time.Until(poppedAt.Add(invisible + 2*time.Second)))
+	if bodies, _ := bodiesIn(t, c.other, retry); len(bodies) != 0 {
+		t.Fatalf("revived %q at the old deadline", bodies)
+	}
+	if !inFlight(t, c.slave, group, topic, 0, 0) {
+		t.Fatal("m0 is not in flight on the acting master after the change")
+	}
+	moved := popped.Messages[0]
+	moved.Handle = h
+	if code, err := sc.Ack(ctx20(t), group, moved); err != nil || code != remoting.Success {
+		t.Fatalf("ack with the new handle: %d %v", code, err)
+	}
+	if inFlight(t, c.slave, group, topic, 0, 0) {
+		t.Fatal("m0 still in flight on the acting master after the ack with its new handle")
+	}
+
+	own := mustPop(t, sc, popclient.PopRequest{Group: group, Topic: topic, QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if len(own.Messages) != 1 || string(own.Messages[0].Body) != "m1" {
+		t.Fatalf("pop on the acting master: %d messages, want m1", len(own.Messages))
+	}
+	if code, _, err := sc.ChangeInvisibleTime(ctx20(t), group, own.Messages[0], time.Minute); err != nil || code != remoting.SystemError {
+		t.Fatalf("change of invisible time of the acting master's own pop: %d %v, want SYSTEM_ERROR", code, err)
+	}
+}

@@ -591,6 +591,10 @@ func changedResponse(req *remoting.Command, res pop.ChangeResult) *remoting.Comm
 
 // slaveChangeInvisibleTime answers, on a slave, a change of invisible time
 // that passed the checks, as RocketMQ's slave does. A message popped
+// from the master without order, on an acting master that revives the
+// master's in-flight messages (enableRemoteEscape), moves to its new
+// deadline in the copy and gets SUCCESS, as RocketMQ's acting master
+// puts its new checkpoint through the escape bridge. Another message popped
 // without order gets SYSTEM_ERROR without a remark: its
 // ChangeInvisibleTimeProcessor first puts a new checkpoint through
 // EscapeBridge, which on a broker that is not broker 0 puts nothing and
@@ -603,6 +607,15 @@ func changedResponse(req *remoting.Command, res pop.ChangeResult) *remoting.Comm
 // committed one, as a master answers it.
 func (b *Broker) slaveChangeInvisibleTime(req *remoting.Command, group, topic string, queueID int32, offset int64, h pop.Handle, invisible int64) *remoting.Command {
 	if !h.Orderly() {
+		// An acting master that revives what its master had in flight
+		// moves a message of it to its new deadline.
+		res, err := b.popSvc.ChangeInvisibleTimeCopied(group, topic, queueID, offset, h, invisible)
+		if err != nil {
+			return b.popError(req, err)
+		}
+		if res.Changed {
+			return changedResponse(req, res)
+		}
 		b.busyLog.Warn().Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("offset", offset).
 			Msg("change of invisible time on a slave: SYSTEM_ERROR, as RocketMQ's slave cannot write the new checkpoint (sampled, at most one line a second)")
 		return remoting.NewResponse(req, remoting.SystemError, "")

@@ -48,6 +48,10 @@ import (
 //     revived. RocketMQ's acting master sends its ACK message through
 //     the bridge to another master's revive topic, where it meets no
 //     checkpoint: the acting master revives the message all the same.
+//     A change of its invisible time moves it to a checkpoint of its own
+//     under the new deadline (ChangeInvisibleTimeCopied), as on a master;
+//     RocketMQ's sends the new checkpoint and the ack of the old one
+//     through the bridge, and revives the old one all the same.
 //
 // What the master did after the slave's last copy is not in it: messages
 // it popped since are popped again from the slave's queues, and those
@@ -142,4 +146,19 @@ func (s *Service) ackCopied(group, topic string, queueID int32, ckOffset int64, 
 		return AckResult{}, nil
 	}
 	return s.ackQueue(group, topic, queueID, ckOffset, offsets, popTime, invisibleTime)
+}
+
+// ChangeInvisibleTimeCopied is ChangeInvisibleTime, while an acting
+// master's revive runs, of a message of a non-orderly pop in a
+// checkpoint copied from the master: the message moves to a checkpoint
+// of its own under the new deadline, which the revive keeps to, and the
+// new handle names it. The result's Changed is false, and nothing
+// changed, when no acting master's revive runs or the handle names no
+// copied checkpoint that holds the message (one of the slave's own
+// pops, or acknowledged, or revived already).
+func (s *Service) ChangeInvisibleTimeCopied(group, topic string, queueID int32, offset int64, h Handle, invisibleTime int64) (ChangeResult, error) {
+	if s.acting.Load() == nil || h.Orderly() {
+		return ChangeResult{}, nil
+	}
+	return s.ChangeInvisibleTime(group, topic, queueID, offset, h, invisibleTime)
 }
