@@ -427,8 +427,8 @@ func (b *Broker) ackTarget(req *remoting.Command, topic string, queueID int32, o
 // popped from the master is for the master, but on an acting master
 // that revives that state (enableRemoteEscape), where it takes the
 // message out of its copy so that it is not revived (RocketMQ's acting
-// master escapes its ACK to another group's revive topic, where no
-// checkpoint meets it). An orderly
+// master escapes its ACK to a revive queue of another group's master,
+// which the message's checkpoint seldom reaches). An orderly
 // ack moves what the slave keeps of its own orderly pops
 // (pop.Service.AckReadOnly), as RocketMQ's slave's ackOrderly moves its
 // order info and offset table (which it persists), and is MESSAGE_ILLEGAL for an

@@ -46,12 +46,14 @@ import (
 //   - a non-orderly ack on the slave of a message the master popped
 //     removes it from the copied checkpoint (ackCopied), so that it is not
 //     revived. RocketMQ's acting master sends its ACK message through
-//     the bridge to another master's revive topic, where it meets no
-//     checkpoint: the acting master revives the message all the same.
-//     A change of its invisible time moves it to a checkpoint of its own
-//     under the new deadline (ChangeInvisibleTimeCopied), as on a master;
-//     RocketMQ's sends the new checkpoint and the ack of the old one
-//     through the bridge, and revives the old one all the same.
+//     the bridge to a revive queue of another group's master, which the
+//     checkpoint (revived from the acting master's copy, or sent by its
+//     timer to a queue the route turns to) seldom reaches: the message
+//     is mostly revived all the same. A change of its invisible time
+//     moves it to a checkpoint of its own under the new deadline
+//     (ChangeInvisibleTimeCopied), as on a master; RocketMQ's sends the
+//     new checkpoint and the ack of the old one through the bridge, the
+//     old one then mostly revived all the same too.
 //
 // What the master did after the slave's last copy is not in it: messages
 // it popped since are popped again from the slave's queues, and those
