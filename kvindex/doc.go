@@ -358,6 +358,14 @@
 // message twice or loses it. The first offset tells apart two batches of
 // one checkpoint (a part given back and revived again).
 //
+// A slave's 0x52, 0x55, 0x56 and 0x58 are its master's, copied at each
+// sync (replaced wholesale). A slave acting for its master that is down
+// revives them too (pop.Service.RunActingRevive), with its puts sent to
+// another broker group's master without RKV_REVIVED_FROM: what such a
+// put stored is what the send said it stored, not found in the log, so
+// a batch a crash of the acting master leaves is put again in full, and
+// a send that timed out after the other master stored it is put again.
+//
 // # 0x57 pop revive intent: an earlier version's message being re-delivered
 //
 //	key:   0x57 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | queueOffset int64
