@@ -100,6 +100,40 @@ type Broker struct {
 	BrokerHeartbeatInterval     time.Duration
 	BrokerNotActiveTimeout      time.Duration
 	SendHeartbeatTimeout        time.Duration
+	// EnableControllerMode has the broker take its broker id and its role
+	// from a controller (RocketMQ 5's controller mode): brokerId and
+	// brokerRole in the file are ignored, the broker registers with the
+	// controllers at ControllerAddr and is restarted in place as master
+	// or slave when the controller elects (broker.Supervisor).
+	EnableControllerMode bool
+	// ControllerAddr is the controllers' addresses, separated by ';'
+	// (a host name resolved to its addresses under
+	// FetchControllerAddrByDNSLookup).
+	ControllerAddr                 string
+	FetchControllerAddrByDNSLookup bool
+	// SyncBrokerMetadataPeriod is how often the broker asks the
+	// controller for its group's master (GET_REPLICA_INFO);
+	// CheckSyncStateSetPeriod how often a master checks which slaves
+	// are in sync; SyncControllerMetadataPeriod how often the broker
+	// asks which controller leads (GET_METADATA_INFO).
+	SyncBrokerMetadataPeriod     time.Duration
+	CheckSyncStateSetPeriod      time.Duration
+	SyncControllerMetadataPeriod time.Duration
+	// ControllerHeartBeatTimeout is the heartbeat timeout the broker
+	// tells the controller (controllerHeartBeatTimeoutMills): silent that
+	// long, it is taken for dead.
+	ControllerHeartBeatTimeout time.Duration
+	// BrokerElectionPriority is sent with each heartbeat: the lower, the
+	// likelier the controller elects the broker.
+	BrokerElectionPriority int
+	// AllAckInSyncStateSet makes a controller-mode master's sends wait
+	// for every broker of its sync state set.
+	AllAckInSyncStateSet bool
+	// StorePathEpochFile and StorePathBrokerIdentity are the epoch file
+	// and the broker identity file ("" for epochFileCheckpoint and
+	// brokerIdentity in storePathRootDir, RocketMQ's defaults).
+	StorePathEpochFile      string
+	StorePathBrokerIdentity string
 	// AccessMessageInMemoryMaxRatio is the share (%) of the machine's
 	// memory from the end of the CommitLog taken to be in the page cache:
 	// pulls of older messages are sent to a slave under SlaveReadEnable.

@@ -89,7 +89,21 @@ var brokerFields = slices.Concat([]field[Broker]{
 	inUnit("timerColdDataCheckIntervalMs", "60000", time.Millisecond, "milliseconds", 1, math.MaxInt32, func(b *Broker) *time.Duration { return &b.TimerColdDataCheckInterval }),
 	// RocketMQ 5's other replication modes are not there: a file that
 	// turns one on is refused rather than run with classic HA unnoticed.
-	notImplemented[Broker]("enableControllerMode", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); automatic failover through controllers is not there"),
+	// RocketMQ 5's controller mode: the broker's id and role come from
+	// a controller (broker.Supervisor). Periods and timeouts are Java
+	// longs of milliseconds; RocketMQ's scheduler refuses a period of 0
+	// or below, rocketkv refuses it in the file.
+	boolean("enableControllerMode", "false", func(b *Broker) *bool { return &b.EnableControllerMode }),
+	str("controllerAddr", "", func(b *Broker) *string { return &b.ControllerAddr }),
+	boolean("fetchControllerAddrByDnsLookup", "false", func(b *Broker) *bool { return &b.FetchControllerAddrByDNSLookup }),
+	millisRange("syncBrokerMetadataPeriod", "5000", 1, func(b *Broker) *time.Duration { return &b.SyncBrokerMetadataPeriod }),
+	millisRange("checkSyncStateSetPeriod", "5000", 1, func(b *Broker) *time.Duration { return &b.CheckSyncStateSetPeriod }),
+	millisRange("syncControllerMetadataPeriod", "10000", 1, func(b *Broker) *time.Duration { return &b.SyncControllerMetadataPeriod }),
+	millisRange("controllerHeartBeatTimeoutMills", "10000", 1, func(b *Broker) *time.Duration { return &b.ControllerHeartBeatTimeout }),
+	intRange("brokerElectionPriority", "2147483647", math.MinInt32, math.MaxInt32, func(b *Broker) *int { return &b.BrokerElectionPriority }),
+	boolean("allAckInSyncStateSet", "false", func(b *Broker) *bool { return &b.AllAckInSyncStateSet }),
+	str("storePathEpochFile", "", func(b *Broker) *string { return &b.StorePathEpochFile }),
+	str("storePathBrokerIdentity", "", func(b *Broker) *string { return &b.StorePathBrokerIdentity }),
 	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); a DLedger CommitLog is not there"),
 	// RocketMQ 5's slave acting master: the slave of the smallest id in
 	// a group without its master reports itself acting (see broker.yaml

@@ -241,11 +241,7 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	inertStrings[Broker](reasonDLedger, "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId",
 		"storePathDLedgerCommitLog"),
 	inertBools[Broker](reasonDLedger, "enableBatchPush"),
-	inertStrings[Broker](reasonController, "controllerAddr", "storePathEpochFile", "storePathBrokerIdentity"),
-	inertInts[Broker](reasonController, "controllerHeartBeatTimeoutMills", "syncControllerMetadataPeriod",
-		"checkSyncStateSetPeriod", "syncBrokerMetadataPeriod", "brokerElectionPriority"),
-	inertBools[Broker](reasonController, "fetchControllerAddrByDnsLookup", "asyncLearner", "syncFromLastFile",
-		"allAckInSyncStateSet"),
+	inertBools[Broker](reasonController, "asyncLearner", "syncFromLastFile"),
 	// RocketMQ's RocksDB store (storeType=defaultRocksDB and its
 	// RocksDB-kept offsets and configs).
 	inertStrings[Broker](reasonRocksDB, "rocksdbCompressionType", "bottomMostCompressionTypeForConsumeQueueStore"),
@@ -274,7 +270,7 @@ const (
 	reasonFilterBitMap  = "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"
 	reasonUnread        = "RocketMQ 5.3 declares it but nothing reads it"
 	reasonDLedger       = "a DLedger CommitLog setting; rocketkv refuses enableDLegerCommitLog and replicates with classic master-slave HA"
-	reasonController    = "a controller-mode setting; rocketkv refuses enableControllerMode and replicates with classic master-slave HA"
+	reasonController    = "a setting of RocketMQ's AutoSwitch HA protocol; rocketkv's controller-mode groups replicate with the classic HA protocol, which has no learners and starts a new slave from the master's first file"
 	reasonRocksDB       = "a setting of RocketMQ's RocksDB store; rocketkv's index is Pebble, set by the index* keys"
 	reasonTransientPool = "appends are written into the mapped segment directly; there is no off-heap write buffer pool to size or commit"
 )
