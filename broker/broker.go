@@ -216,6 +216,13 @@ type Broker struct {
 	// benchmarks measure against (set between New and Start).
 	wakeEveryHeld bool
 
+	// ctl links a controller-mode broker to its Supervisor (nil outside
+	// controller mode).
+	ctl *ctlLink
+	// initMaxOffset is the CommitLog's end once Start recovered it
+	// (EXCHANGE_BROKER_HA_INFO's masterFlushOffset).
+	initMaxOffset int64
+
 	// repl is master-slave replication: the HA server of a master, the
 	// HA client of a slave.
 	repl replication
@@ -259,6 +266,13 @@ type Broker struct {
 // an HA port, ACL 1.0 and ACL 2.0 both on. bin/broker -p runs it, so that
 // a configuration it prints as the one that would run does start.
 func CheckConfig(cfg configs.Broker) error {
+	if cfg.EnableControllerMode {
+		if err := checkControllerMode(cfg); err != nil {
+			return err
+		}
+		// brokerId and brokerRole are the controller's to give.
+		cfg.BrokerRole, cfg.BrokerID = roleSyncMaster, 0
+	}
 	if _, err := checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
 		return err
 	}
@@ -273,6 +287,15 @@ func CheckConfig(cfg configs.Broker) error {
 
 // New validates cfg and returns a broker that is not started.
 func New(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
+	if cfg.EnableControllerMode {
+		return nil, errors.New("enableControllerMode=true: the broker's id and role come from a controller; run it with NewSupervisor")
+	}
+	return newBroker(cfg, log)
+}
+
+// newBroker is New without the check that keeps controller-mode brokers
+// to their Supervisor, which gives each the role the controller elected.
+func newBroker(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 	if cfg.StorePathRootDir == "" {
 		return nil, errors.New("storePathRootDir is empty")
 	}
@@ -463,6 +486,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.stats.Tick() // the windows' first samples, before anything is counted
 	if err := b.openStores(ctx); err != nil {
 		return err
+	}
+	b.initMaxOffset = b.clog.MaxOffset()
+	if b.ctl != nil && b.ctl.storesOpen != nil {
+		if err := b.ctl.storesOpen(b); err != nil {
+			return err
+		}
 	}
 	if b.auth, err = b.openAuth(); err != nil {
 		return err

@@ -54,8 +54,12 @@ func Preflight(cfg configs.Broker) (configs.Broker, error) {
 		return configs.Broker{}, err
 	}
 
-	if cfg.BrokerID, err = checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
-		return configs.Broker{}, err
+	if !cfg.EnableControllerMode {
+		// In controller mode the controller gives both: the file's
+		// are left as written.
+		if cfg.BrokerID, err = checkRole(cfg.BrokerRole, cfg.BrokerID); err != nil {
+			return configs.Broker{}, err
+		}
 	}
 	if hostName == "" {
 		cfg.BrokerIP1 = ip.String()

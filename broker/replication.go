@@ -230,6 +230,12 @@ func (b *Broker) slaveAcks() int {
 	if b.cfg.BrokerRole != roleSyncMaster || b.repl.server == nil {
 		return 0
 	}
+	if b.ctl != nil && b.cfg.AllAckInSyncStateSet {
+		// Controller mode: every broker of the sync state set, as
+		// RocketMQ's allAckInSyncStateSet (the set's size as last
+		// reported; the classic HA server counts slaves, not ids).
+		return max(int(b.ctl.syncSetSize.Load())-1, 0)
+	}
 	return max(b.current().InSyncReplicas-1, 0)
 }
 

@@ -245,7 +245,7 @@ func run(ctx context.Context, o options) error {
 		defer stopPprof()
 		log.Info().Str("addr", o.pprofAddr).Msg("serving /debug/pprof/")
 	}
-	b, err := broker.New(cfg, log)
+	b, err := newRunner(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -275,6 +275,25 @@ func run(ctx context.Context, o options) error {
 		pxErr = px.Shutdown(sctx)
 	}
 	return errors.Join(pxErr, b.Shutdown(sctx))
+}
+
+// runner is what bin/broker runs: a Broker, or in controller mode
+// (enableControllerMode) the Supervisor that runs the Broker in the role
+// its controller gives it.
+type runner interface {
+	SetConfigFile(path string)
+	CutCommitLogAt(offset int64)
+	Start(ctx context.Context) error
+	Shutdown(ctx context.Context) error
+	GoAwayWait() time.Duration
+}
+
+// newRunner returns the runner for cfg.
+func newRunner(cfg configs.Broker, log zerolog.Logger) (runner, error) {
+	if cfg.EnableControllerMode {
+		return broker.NewSupervisor(cfg, log)
+	}
+	return broker.New(cfg, log)
 }
 
 // startProxy starts the gRPC proxy next to the broker: its configuration

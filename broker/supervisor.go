@@ -1,0 +1,736 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// Supervisor runs a broker in RocketMQ's controller mode
+// (enableControllerMode): it takes the broker's id from the controllers
+// (GET_NEXT_BROKER_ID, APPLY_BROKER_ID, kept in RocketMQ's identity files),
+// registers it with them (CONTROLLER_REGISTER_BROKER), sends them its
+// heartbeats, and runs the Broker in the role the controller elected: a
+// master (SYNC_MASTER, brokerId 0 at the name servers, as RocketMQ's
+// controller-mode master) or a slave of the elected master (its own id).
+//
+// The Broker's role is fixed for its life, so a change of role, or of the
+// master a slave follows, stops the Broker and starts a new one on the
+// same store, ports and process: clients see the connection close and
+// reconnect, and everything that depends on the role starts as at a start.
+// A slave whose CommitLog holds records its new master does not have
+// (the HA client's divergence check) is restarted with the CommitLog cut
+// there (Broker.CutCommitLogAt), without an operator.
+//
+// Its own goroutines (heartbeats, the polls of the controller, the check
+// of the sync state set) run from Start to Shutdown.
+type Supervisor struct {
+	cfg  configs.Broker
+	root zerolog.Logger
+	log  zerolog.Logger
+	ctl  *controllerClient
+	// peers carries the requests to the group's other brokers
+	// (EXCHANGE_BROKER_HA_INFO to the master, GET_BROKER_HA_STATUS to
+	// the slaves).
+	peers  *remoting.ClientPool
+	addr   string // brokerIP1:listenPort, the address the controller knows
+	epochs *epochFile
+	id     int64
+	// inSync tells which slaves hold a master's log: the seam the
+	// AutoSwitch HA protocol replaces.
+	inSync inSyncSource
+	// changes are role notices from the controller (served by the
+	// Broker), applied by run.
+	changes chan replicaState
+
+	// mu guards b, cur and switches; switchMu makes switches one at a
+	// time (run's goroutine and Shutdown).
+	mu       sync.Mutex
+	switchMu sync.Mutex
+	b        *Broker
+	cur      roleState
+	switches []Switch
+
+	// Set between NewSupervisor and Start.
+	configure  func(*Broker) // tests: applied to each Broker before its Start
+	configFile string
+	cutAt      int64
+	resolve    namesrv.Resolver
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped atomic.Bool
+	// lastEnd is the CommitLog's end as the last heartbeat read it,
+	// reported while a switch has no Broker running.
+	lastEnd atomic.Int64
+}
+
+// roleState is the role a Supervisor's Broker runs in, as the controller
+// gave it.
+type roleState struct {
+	running     bool // a Broker runs with this role
+	master      bool
+	masterID    int64
+	masterAddr  string
+	masterEpoch int32
+	syncEpoch   int32
+	syncSet     []int64
+}
+
+// Switch describes one start of the Broker in a role.
+type Switch struct {
+	// Master is true for a start as master.
+	Master bool
+	// Epoch is the master's epoch the start follows.
+	Epoch int32
+	// Took is from the decision to switch to the new Broker accepting
+	// requests (the old one's stop included).
+	Took time.Duration
+	// CutAt is where the start cut the CommitLog, 0 for nowhere.
+	CutAt int64
+}
+
+// supervisorRetry is how long the start waits between tries of a step
+// the controller refused (RocketMQ retries its start every 5 s; a
+// shorter wait makes a group of brokers started together find its master
+// sooner).
+const supervisorRetry = time.Second
+
+// NewSupervisor checks cfg for controller mode and returns a supervisor
+// that is not started.
+func NewSupervisor(cfg configs.Broker, log zerolog.Logger) (*Supervisor, error) {
+	if err := checkControllerMode(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.StorePathRootDir == "" {
+		return nil, errors.New("storePathRootDir is empty")
+	}
+	ip, hostName, err := brokerIP(cfg.BrokerIP1)
+	if err != nil {
+		return nil, err
+	}
+	host := ip.String()
+	if hostName != "" {
+		host = hostName
+	}
+	slog := log.With().Str("component", "controller-mode").Logger()
+	s := &Supervisor{
+		cfg:     cfg,
+		root:    log,
+		log:     slog,
+		peers:   remoting.NewClientPool(remoting.ClientOptions{Log: slog}),
+		addr:    net.JoinHostPort(host, strconv.Itoa(cfg.ListenPort)),
+		changes: make(chan replicaState, 16),
+	}
+	s.inSync = classicInSync{s: s}
+	return s, nil
+}
+
+// checkControllerMode refuses what controller mode cannot run with.
+func checkControllerMode(cfg configs.Broker) error {
+	if len(splitControllers(cfg.ControllerAddr)) == 0 {
+		return errors.New("enableControllerMode=true needs controllerAddr (the controllers' addresses, separated by ';')")
+	}
+	if cfg.ListenPort == 0 {
+		return errors.New("enableControllerMode=true needs a fixed listenPort: the controller knows the broker by its address before it listens")
+	}
+	if cfg.HAListenPort < 0 {
+		return errors.New("enableControllerMode=true needs an HA port (haListenPort=-1 opens none): any broker of the group may be elected master")
+	}
+	return nil
+}
+
+// SetConfigFile is Broker.SetConfigFile for each Broker the supervisor
+// starts. Call it before Start.
+func (s *Supervisor) SetConfigFile(path string) { s.configFile = path }
+
+// CutCommitLogAt is Broker.CutCommitLogAt for the first start. Call it
+// before Start.
+func (s *Supervisor) CutCommitLogAt(offset int64) { s.cutAt = offset }
+
+// Broker returns the Broker running now (nil between a stop and the next
+// start of a switch).
+func (s *Supervisor) Broker() *Broker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b
+}
+
+// BrokerID is the id the controller gave the broker (0 before Start).
+func (s *Supervisor) BrokerID() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id
+}
+
+// Switches returns the starts of the Broker in a role so far, the first
+// start included.
+func (s *Supervisor) Switches() []Switch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.switches)
+}
+
+// role returns the role in force.
+func (s *Supervisor) role() roleState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.cur
+	r.syncSet = slices.Clone(r.syncSet)
+	return r
+}
+
+// Start finds the leading controller, takes the broker's id (from its
+// identity file, or from the controller), registers, and starts the
+// Broker once the controller names the group's master (electing one when
+// there is none). It returns when the Broker accepts requests, or with
+// ctx's error if that does not come first.
+func (s *Supervisor) Start(ctx context.Context) (err error) {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctl = newControllerClient(s.cfg.ControllerAddr, s.cfg.FetchControllerAddrByDNSLookup, s.resolve, s.log)
+	defer func() {
+		if err != nil {
+			s.cancel()
+			s.wg.Wait()
+			_ = s.ctl.close()
+			_ = s.peers.Close()
+			s.stopped.Store(true)
+		}
+	}()
+	if s.epochs, err = openEpochFile(epochFilePath(s.cfg)); err != nil {
+		return err
+	}
+	s.ctl.refreshAddresses(ctx)
+	st, err := s.register(ctx)
+	if err != nil {
+		return err
+	}
+	s.goLoop("controller-heartbeat", s.cfg.BrokerHeartbeatInterval, s.sendHeartbeat)
+	s.sendHeartbeat(ctx)
+	for !st.hasMaster() {
+		if st, err = s.ctl.elect(ctx, s.cfg.BrokerClusterName, s.cfg.BrokerName, s.BrokerID()); err != nil || !st.hasMaster() {
+			s.log.Info().Err(err).Msg("no master in the group yet; asking again")
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("controller mode: no master elected before the start's deadline: %w", ctx.Err())
+			case <-time.After(supervisorRetry):
+			}
+			if info, ierr := s.ctl.replicaInfo(ctx, s.cfg.BrokerName); ierr == nil && info.hasMaster() {
+				st = info
+			}
+		}
+	}
+	cut := s.cutAt
+	if err := s.switchTo(ctx, st, cut); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.run(s.ctx)
+	}()
+	return nil
+}
+
+// goLoop runs fn every period until Shutdown.
+func (s *Supervisor) goLoop(name string, period time.Duration, fn func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+				fn(s.ctx)
+			}
+		}
+	}()
+	s.log.Debug().Str("loop", name).Dur("period", period).Msg("started")
+}
+
+// register takes the broker's id as RocketMQ's ReplicasManager.register:
+// from the identity file when there is one; else it resumes from the temp
+// file (an id asked for, maybe granted) or asks the controller for the
+// next id, notes it with a check code in the temp file, applies for it,
+// and writes the identity file. Then it registers the id and address
+// with the controller and returns what the controller says of the group.
+// A name in a file that is not the configuration's stops the start, as
+// RocketMQ's checkMetadataValid.
+func (s *Supervisor) register(ctx context.Context) (replicaState, error) {
+	cluster, name := s.cfg.BrokerClusterName, s.cfg.BrokerName
+	idPath, tmpPath := identityPath(s.cfg), tempIdentityPath(s.cfg)
+	for try := 0; ; try++ {
+		id, ok, err := readIdentity(idPath, false)
+		if err != nil {
+			return replicaState{}, err
+		}
+		if ok {
+			if id.Cluster != cluster || id.Broker != name {
+				return replicaState{}, fmt.Errorf("broker identity file %s is %s/%s, the configuration says %s/%s: use the store of this broker group, or remove the file",
+					idPath, id.Cluster, id.Broker, cluster, name)
+			}
+		} else if id, err = s.applyForID(ctx, tmpPath, idPath); err != nil {
+			if try >= 4 || ctx.Err() != nil {
+				return replicaState{}, err
+			}
+			s.log.Warn().Err(err).Msg("broker id not granted; trying again")
+			if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second)))) {
+				return replicaState{}, ctx.Err()
+			}
+			continue
+		}
+		s.mu.Lock()
+		s.id = id.ID
+		s.mu.Unlock()
+		st, err := s.ctl.register(ctx, cluster, name, id.ID, s.addr)
+		if err != nil {
+			if try >= 4 || ctx.Err() != nil {
+				return replicaState{}, err
+			}
+			s.log.Warn().Err(err).Msg("registration with the controller failed; trying again")
+			if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second)))) {
+				return replicaState{}, ctx.Err()
+			}
+			continue
+		}
+		s.log.Info().Int64("brokerId", id.ID).Str("addr", s.addr).Int64("masterBrokerId", st.MasterID).
+			Int32("masterEpoch", st.MasterEpoch).Msg("registered with the controller")
+		return st, nil
+	}
+}
+
+// applyForID runs the steps of a broker without an identity file: the
+// temp file's id, or the controller's next, applied for and written to
+// the identity file.
+func (s *Supervisor) applyForID(ctx context.Context, tmpPath, idPath string) (brokerIdentity, error) {
+	cluster, name := s.cfg.BrokerClusterName, s.cfg.BrokerName
+	tmp, ok, err := readIdentity(tmpPath, true)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("the temp broker identity does not read; asking for a new id")
+		ok = false
+	}
+	if ok && (tmp.Cluster != cluster || tmp.Broker != name) {
+		return brokerIdentity{}, fmt.Errorf("temp broker identity file %s is %s/%s, the configuration says %s/%s", tmpPath, tmp.Cluster, tmp.Broker, cluster, name)
+	}
+	if !ok {
+		next, err := s.ctl.nextBrokerID(ctx, cluster, name)
+		if err != nil {
+			return brokerIdentity{}, err
+		}
+		tmp = brokerIdentity{Cluster: cluster, Broker: name, ID: next,
+			CheckCode: s.addr + ";" + strconv.FormatInt(time.Now().UnixMilli(), 10)}
+		if err := writeIdentity(tmpPath, tmp, true); err != nil {
+			return brokerIdentity{}, err
+		}
+	}
+	if err := s.ctl.applyBrokerID(ctx, cluster, name, tmp.ID, tmp.CheckCode); err != nil {
+		// Taken by another broker: start over with the next id.
+		if rerr := removeIdentity(tmpPath); rerr != nil {
+			s.log.Error().Err(rerr).Msg("remove the temp broker identity")
+		}
+		return brokerIdentity{}, err
+	}
+	id := brokerIdentity{Cluster: cluster, Broker: name, ID: tmp.ID}
+	if err := writeIdentity(idPath, id, false); err != nil {
+		return brokerIdentity{}, err
+	}
+	if err := removeIdentity(tmpPath); err != nil {
+		return brokerIdentity{}, err
+	}
+	s.log.Info().Int64("brokerId", id.ID).Str("file", idPath).Msg("broker id granted by the controller")
+	return id, nil
+}
+
+// sleepCtx waits d or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// sendHeartbeat sends BROKER_HEARTBEAT to every controller: the epoch the
+// broker last knew (its epoch file's, or the master's it follows),
+// its CommitLog's end, its timeout and election priority.
+func (s *Supervisor) sendHeartbeat(ctx context.Context) {
+	r := s.role()
+	epoch := s.epochs.LastEpoch()
+	if r.running && !r.master {
+		// The classic HA protocol carries no epochs to a slave: it
+		// reports the epoch of the master it follows, as an AutoSwitch
+		// slave's epoch file would say.
+		epoch = max(epoch, r.masterEpoch)
+	}
+	end := s.lastEnd.Load()
+	if b := s.Broker(); b != nil && b.clog != nil {
+		end = b.clog.MaxOffset()
+		s.lastEnd.Store(end)
+	}
+	s.ctl.sendHeartbeat(ctx, ctlHeartbeat{Cluster: s.cfg.BrokerClusterName, Name: s.cfg.BrokerName, Addr: s.addr,
+		ID: s.BrokerID(), Epoch: epoch, MaxOffset: end, ConfirmOffset: end,
+		Timeout: s.cfg.ControllerHeartBeatTimeout, Priority: s.cfg.BrokerElectionPriority}, s.cfg.SendHeartbeatTimeout)
+}
+
+// divergenceCheck is how often a slave's HA client is asked whether its
+// log differs from the master's.
+const divergenceCheck = time.Second
+
+// run applies the controller's word until Shutdown: notices, the
+// periodic GET_REPLICA_INFO, the leading controller's address, a master's
+// sync state set, and a slave's divergence from its master.
+func (s *Supervisor) run(ctx context.Context) {
+	replica := time.NewTicker(s.cfg.SyncBrokerMetadataPeriod)
+	defer replica.Stop()
+	meta := time.NewTicker(s.cfg.SyncControllerMetadataPeriod)
+	defer meta.Stop()
+	syncSet := time.NewTicker(s.cfg.CheckSyncStateSetPeriod)
+	defer syncSet.Stop()
+	diverge := time.NewTicker(divergenceCheck)
+	defer diverge.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case st := <-s.changes:
+			s.consider(ctx, st)
+		case <-replica.C:
+			st, err := s.ctl.replicaInfo(ctx, s.cfg.BrokerName)
+			if err != nil {
+				s.log.Warn().Err(err).Msg("get replica info")
+				if controllerCode(err) == remoting.ControllerBrokerMetadataNotExist {
+					if _, err := s.ctl.register(ctx, s.cfg.BrokerClusterName, s.cfg.BrokerName, s.BrokerID(), s.addr); err != nil {
+						s.log.Warn().Err(err).Msg("register again with the controller")
+					}
+				}
+				continue
+			}
+			s.consider(ctx, st)
+		case <-meta.C:
+			s.ctl.refreshAddresses(ctx)
+			if _, err := s.ctl.findLeader(ctx); err != nil {
+				s.log.Warn().Err(err).Msg("find the leading controller")
+			}
+		case <-syncSet.C:
+			s.checkSyncStateSet(ctx)
+		case <-diverge.C:
+			s.checkDivergence(ctx)
+		}
+	}
+}
+
+// consider applies what the controller says of the group (a notice or
+// GET_REPLICA_INFO's answer), as RocketMQ's changeBrokerRole: a newer
+// master epoch switches the broker to master or slave; the same epoch
+// updates a master's sync state set; no master has the broker ask for
+// an election.
+func (s *Supervisor) consider(ctx context.Context, st replicaState) {
+	cur := s.role()
+	if !st.hasMaster() {
+		if st.MasterEpoch >= cur.masterEpoch {
+			el, err := s.ctl.elect(ctx, s.cfg.BrokerClusterName, s.cfg.BrokerName, s.BrokerID())
+			if err != nil {
+				s.log.Info().Err(err).Msg("the group has no master; election asked")
+				return
+			}
+			st = el
+		}
+		if !st.hasMaster() {
+			return
+		}
+	}
+	if st.MasterEpoch < cur.masterEpoch || (st.MasterEpoch == cur.masterEpoch && cur.running) {
+		if st.MasterEpoch == cur.masterEpoch && cur.master && st.SyncEpoch > cur.syncEpoch && len(st.SyncStateSet) > 0 {
+			s.setSyncStateSet(st.SyncStateSet, st.SyncEpoch)
+		}
+		return
+	}
+	if err := s.switchTo(ctx, st, 0); err != nil {
+		s.log.Error().Err(err).Int64("masterBrokerId", st.MasterID).Int32("masterEpoch", st.MasterEpoch).
+			Msg("switch of role failed; the next answer of the controller tries again")
+	}
+}
+
+// setSyncStateSet records the master's sync state set.
+func (s *Supervisor) setSyncStateSet(set []int64, epoch int32) {
+	s.mu.Lock()
+	s.cur.syncSet, s.cur.syncEpoch = slices.Clone(set), epoch
+	b := s.b
+	s.mu.Unlock()
+	if b != nil && b.ctl != nil {
+		b.ctl.syncSetSize.Store(int32(len(set)))
+	}
+	s.log.Info().Ints64("syncStateSet", set).Int32("syncStateSetEpoch", epoch).Msg("sync state set changed")
+}
+
+// shutdownTimeout bounds the stop of the old Broker at a switch.
+const shutdownTimeout = 30 * time.Second
+
+// switchTo runs the Broker in the role st gives this broker. A master
+// that stays master of a newer epoch, or a slave whose master stays the
+// same, only notes the epoch (a master appends it to its epoch file);
+// otherwise the running Broker is stopped and a new one started, cutting
+// its CommitLog at cut when positive.
+func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) error {
+	s.switchMu.Lock()
+	defer s.switchMu.Unlock()
+	if s.stopped.Load() {
+		return errors.New("the supervisor is shut down")
+	}
+	began := time.Now()
+	master := st.MasterID == s.BrokerID()
+	cur := s.role()
+	next := roleState{running: true, master: master, masterID: st.MasterID, masterAddr: st.MasterAddr,
+		masterEpoch: st.MasterEpoch, syncEpoch: st.SyncEpoch, syncSet: slices.Clone(st.SyncStateSet)}
+	if master && len(next.syncSet) == 0 {
+		next.syncSet = []int64{s.BrokerID()}
+	}
+	if old := s.Broker(); old != nil && cut == 0 && cur.running && cur.master == master &&
+		(master || (cur.masterID == st.MasterID && cur.masterAddr == st.MasterAddr)) {
+		if master {
+			if err := s.epochs.Append(epochEntry{Epoch: st.MasterEpoch, StartOffset: old.clog.MaxOffset()}); err != nil {
+				return fmt.Errorf("master of epoch %d: %w", st.MasterEpoch, err)
+			}
+		}
+		s.mu.Lock()
+		s.cur = next
+		s.mu.Unlock()
+		s.log.Info().Bool("master", master).Int32("masterEpoch", st.MasterEpoch).Msg("new epoch, same role: the broker runs on")
+		return nil
+	}
+	if old := s.Broker(); old != nil {
+		s.mu.Lock()
+		s.b = nil
+		s.cur.running = false
+		s.mu.Unlock()
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		err := old.Shutdown(sctx)
+		if err == nil {
+			select {
+			case <-old.Closed():
+			case <-sctx.Done():
+				err = sctx.Err()
+			}
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("stop the broker to switch its role: %w", err)
+		}
+	}
+	cfg := s.cfg
+	if master {
+		cfg.BrokerRole, cfg.BrokerID, cfg.HAMasterAddress = roleSyncMaster, 0, ""
+	} else {
+		cfg.BrokerRole, cfg.BrokerID = roleSlave, s.BrokerID()
+		cfg.HAMasterAddress = s.masterHA(ctx, st.MasterAddr)
+	}
+	b, err := newBroker(cfg, s.root)
+	if err != nil {
+		return err
+	}
+	link := &ctlLink{id: s.BrokerID(), epochs: s.epochs, notify: s.notify}
+	link.syncSetSize.Store(int32(len(next.syncSet)))
+	if master {
+		link.storesOpen = func(b *Broker) error {
+			if err := s.epochs.Append(epochEntry{Epoch: st.MasterEpoch, StartOffset: b.clog.MaxOffset()}); err != nil {
+				return fmt.Errorf("master of epoch %d: %w", st.MasterEpoch, err)
+			}
+			return nil
+		}
+	}
+	b.ctl = link
+	if s.configFile != "" {
+		b.SetConfigFile(s.configFile)
+	}
+	if cut > 0 {
+		b.CutCommitLogAt(cut)
+	}
+	if s.configure != nil {
+		s.configure(b)
+	}
+	if err := b.Start(ctx); err != nil {
+		return fmt.Errorf("start the broker as %s: %w", cfg.BrokerRole, err)
+	}
+	if !master {
+		a := st.MasterAddr
+		b.repl.masterAddr.Store(&a)
+	}
+	took := time.Since(began)
+	s.mu.Lock()
+	s.b, s.cur = b, next
+	s.switches = append(s.switches, Switch{Master: master, Epoch: st.MasterEpoch, Took: took, CutAt: cut})
+	s.mu.Unlock()
+	s.log.Info().Bool("master", master).Int64("brokerId", s.BrokerID()).Int64("masterBrokerId", st.MasterID).
+		Str("masterAddress", st.MasterAddr).Int32("masterEpoch", st.MasterEpoch).Int64("cutAt", cut).
+		Dur("took", took).Msgf("broker running as %s", cfg.BrokerRole)
+	return nil
+}
+
+// notify queues a role notice for run; a full queue drops it (the next
+// GET_REPLICA_INFO brings the same news).
+func (s *Supervisor) notify(st replicaState) {
+	select {
+	case s.changes <- st:
+	default:
+		s.log.Warn().Msg("role notices queue full: this one is left to the next poll of the controller")
+	}
+}
+
+// masterHA asks the master at addr for its HA address
+// (EXCHANGE_BROKER_HA_INFO); "" when it does not answer, and the slave
+// takes it from its name servers' answers.
+func (s *Supervisor) masterHA(ctx context.Context, addr string) string {
+	ctx, cancel := context.WithTimeout(ctx, controllerTimeout)
+	defer cancel()
+	resp, err := s.peers.Invoke(ctx, addr, remoting.NewRequest(codeExchangeBrokerHAInfo, nil, nil))
+	if err != nil || resp.Code != remoting.Success {
+		s.log.Warn().Err(err).Str("master", addr).Msg("the master's HA address not read; the name servers' answers give it")
+		return ""
+	}
+	return remoting.Header(resp.ExtFields).OptString("masterHaAddress", "")
+}
+
+// checkSyncStateSet has a master report which slaves hold its log
+// (CONTROLLER_ALTER_SYNC_STATE_SET) when that differs from the set the
+// controller holds.
+func (s *Supervisor) checkSyncStateSet(ctx context.Context) {
+	r := s.role()
+	b := s.Broker()
+	if !r.running || !r.master || b == nil {
+		return
+	}
+	info, err := s.ctl.syncStateData(ctx, s.cfg.BrokerName)
+	if err != nil {
+		s.log.Warn().Err(err).Msg("read the group's replicas to check the sync state set")
+		return
+	}
+	replicas := append(slices.Clone(info.InSyncReplicas), info.NotInSyncReplicas...)
+	set := append(s.inSync.inSync(ctx, b, replicas), s.BrokerID())
+	slices.Sort(set)
+	set = slices.Compact(set)
+	old := slices.Clone(r.syncSet)
+	slices.Sort(old)
+	if slices.Equal(set, old) {
+		return
+	}
+	got, err := s.ctl.alterSyncStateSet(ctx, s.cfg.BrokerName, s.BrokerID(), r.masterEpoch, set, r.syncEpoch)
+	if err != nil {
+		s.log.Warn().Err(err).Ints64("syncStateSet", set).Msg("alter sync state set")
+		return
+	}
+	s.setSyncStateSet(got.SyncStateSet, got.SyncStateSetEpoch)
+}
+
+// checkDivergence restarts a slave whose HA client found its CommitLog to
+// differ from its master's, cutting it where the client found the
+// difference.
+func (s *Supervisor) checkDivergence(ctx context.Context) {
+	r := s.role()
+	b := s.Broker()
+	if !r.running || r.master || b == nil || b.repl.client == nil {
+		return
+	}
+	d := b.repl.client.Status().Diverged
+	if d == nil || !d.Final {
+		return
+	}
+	s.log.Warn().Int64("cutAt", d.At).Bool("exact", d.Exact).
+		Msg("this slave holds records its master does not have: restarting it with the CommitLog cut there")
+	st := replicaState{MasterID: r.masterID, MasterAddr: r.masterAddr, MasterEpoch: r.masterEpoch,
+		SyncEpoch: r.syncEpoch, SyncStateSet: r.syncSet, masterPresent: true}
+	if err := s.switchTo(ctx, st, d.At); err != nil {
+		s.log.Error().Err(err).Msg("restart with the CommitLog cut")
+	}
+}
+
+// Shutdown stops the supervisor's loops and the Broker.
+func (s *Supervisor) Shutdown(ctx context.Context) error {
+	if s.cancel == nil || s.stopped.Swap(true) {
+		return nil
+	}
+	s.cancel()
+	s.wg.Wait()
+	s.switchMu.Lock()
+	defer s.switchMu.Unlock()
+	var errs []error
+	if b := s.Broker(); b != nil {
+		errs = append(errs, b.Shutdown(ctx))
+	}
+	errs = append(errs, s.ctl.close(), s.peers.Close())
+	return errors.Join(errs...)
+}
+
+// GoAwayWait is the running Broker's (Broker.GoAwayWait).
+func (s *Supervisor) GoAwayWait() time.Duration {
+	if b := s.Broker(); b != nil {
+		return b.GoAwayWait()
+	}
+	return 0
+}
+
+// inSyncSource tells which of a master's slaves hold its log, by broker
+// id. It is the seam between controller mode and the replication
+// protocol: RocketMQ's AutoSwitch HA knows its slaves by id from its
+// handshake; the classic protocol does not (classicInSync).
+type inSyncSource interface {
+	inSync(ctx context.Context, b *Broker, replicas []replicaIdentity) []int64
+}
+
+// classicInSync finds the slaves in sync over the classic HA protocol,
+// whose connections carry no broker id: it asks each replica the
+// controller lists (by the Remoting address the controller holds) for
+// its HA status (GET_BROKER_HA_STATUS) and counts it in sync when it
+// follows this master's HA address and its CommitLog is less than
+// haMaxGapNotInSync behind. Its limits: the answer is as old as the
+// last check (checkSyncStateSetPeriod), and a broker that answers for
+// itself is believed.
+type classicInSync struct{ s *Supervisor }
+
+func (c classicInSync) inSync(ctx context.Context, b *Broker, replicas []replicaIdentity) []int64 {
+	myHA := b.haServerAddr()
+	end := b.clog.MaxOffset()
+	var out []int64
+	for _, r := range replicas {
+		if r.BrokerID == c.s.BrokerID() || r.BrokerAddress == "" {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, controllerTimeout)
+		resp, err := c.s.peers.Invoke(qctx, r.BrokerAddress, remoting.NewRequest(remoting.GetBrokerHAStatus, nil, nil))
+		cancel()
+		if err != nil || resp.Code != remoting.Success {
+			continue
+		}
+		var info ha.RuntimeInfo
+		if err := json.Unmarshal(resp.Body, &info); err != nil {
+			c.s.log.Debug().Err(err).Str("replica", r.BrokerAddress).Msg("HA status does not parse")
+			continue
+		}
+		ci := info.HAClientRuntimeInfo
+		if ci.MasterAddr == myHA && end-ci.MaxOffset < b.cfg.HAMaxGapNotInSync {
+			out = append(out, r.BrokerID)
+		}
+	}
+	return out
+}
