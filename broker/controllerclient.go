@@ -17,22 +17,6 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// The request codes a controller-mode broker sends to its controllers, and
-// those controllers send it (RocketMQ's RequestCode).
-const (
-	codeExchangeBrokerHAInfo     int32 = 906  // EXCHANGE_BROKER_HA_INFO
-	codeAlterSyncStateSet        int32 = 1001 // CONTROLLER_ALTER_SYNC_STATE_SET
-	codeElectMaster              int32 = 1002 // CONTROLLER_ELECT_MASTER
-	codeRegisterBrokerController int32 = 1003 // CONTROLLER_REGISTER_BROKER
-	codeGetReplicaInfo           int32 = 1004 // CONTROLLER_GET_REPLICA_INFO
-	codeGetMetadataInfo          int32 = 1005 // CONTROLLER_GET_METADATA_INFO
-	codeGetSyncStateData         int32 = 1006 // CONTROLLER_GET_SYNC_STATE_DATA
-	codeGetBrokerEpochCache      int32 = 1007 // GET_BROKER_EPOCH_CACHE
-	codeNotifyBrokerRoleChanged  int32 = 1008 // NOTIFY_BROKER_ROLE_CHANGED
-	codeGetNextBrokerID          int32 = 1012 // CONTROLLER_GET_NEXT_BROKER_ID
-	codeApplyBrokerID            int32 = 1013 // CONTROLLER_APPLY_BROKER_ID
-)
-
 // controllerTimeout bounds each request to a controller (RocketMQ's
 // BrokerOuterAPI waits 3 s).
 const controllerTimeout = 3 * time.Second
@@ -184,7 +168,7 @@ func (c *controllerClient) leaderAddr() string {
 func (c *controllerClient) findLeader(ctx context.Context) (string, error) {
 	var errs []error
 	for _, a := range c.addresses() {
-		resp, err := c.invokeAt(ctx, a, remoting.NewRequest(codeGetMetadataInfo, nil, nil))
+		resp, err := c.invokeAt(ctx, a, remoting.NewRequest(remoting.ControllerGetMetadataInfo, nil, nil))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -255,7 +239,7 @@ func (c *controllerClient) invoke(ctx context.Context, build func() *remoting.Co
 // (CONTROLLER_GET_NEXT_BROKER_ID).
 func (c *controllerClient) nextBrokerID(ctx context.Context, cluster, name string) (int64, error) {
 	resp, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeGetNextBrokerID, map[string]string{"clusterName": cluster, "brokerName": name}, nil)
+		return remoting.NewRequest(remoting.ControllerGetNextBrokerID, map[string]string{"clusterName": cluster, "brokerName": name}, nil)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("get next broker id: %w", err)
@@ -271,7 +255,7 @@ func (c *controllerClient) nextBrokerID(ctx context.Context, cluster, name strin
 // checkCode (CONTROLLER_APPLY_BROKER_ID).
 func (c *controllerClient) applyBrokerID(ctx context.Context, cluster, name string, id int64, checkCode string) error {
 	_, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeApplyBrokerID, map[string]string{"clusterName": cluster, "brokerName": name,
+		return remoting.NewRequest(remoting.ControllerApplyBrokerID, map[string]string{"clusterName": cluster, "brokerName": name,
 			"appliedBrokerId": strconv.FormatInt(id, 10), "registerCheckCode": checkCode}, nil)
 	})
 	if err != nil {
@@ -284,7 +268,7 @@ func (c *controllerClient) applyBrokerID(ctx context.Context, cluster, name stri
 // (CONTROLLER_REGISTER_BROKER) and returns what it says of the group.
 func (c *controllerClient) register(ctx context.Context, cluster, name string, id int64, addr string) (replicaState, error) {
 	resp, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeRegisterBrokerController, map[string]string{"clusterName": cluster, "brokerName": name,
+		return remoting.NewRequest(remoting.ControllerRegisterBroker, map[string]string{"clusterName": cluster, "brokerName": name,
 			"brokerId": strconv.FormatInt(id, 10), "brokerAddress": addr,
 			"invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
 	})
@@ -326,7 +310,7 @@ func (s replicaState) hasMaster() bool { return s.masterPresent && s.MasterAddr 
 // (CONTROLLER_GET_REPLICA_INFO).
 func (c *controllerClient) replicaInfo(ctx context.Context, name string) (replicaState, error) {
 	resp, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeGetReplicaInfo, map[string]string{"brokerName": name}, nil)
+		return remoting.NewRequest(remoting.ControllerGetReplicaInfo, map[string]string{"brokerName": name}, nil)
 	})
 	if err != nil {
 		return replicaState{}, fmt.Errorf("get replica info of %s: %w", name, err)
@@ -348,7 +332,7 @@ func (c *controllerClient) replicaInfo(ctx context.Context, name string) (replic
 // the master there is.
 func (c *controllerClient) elect(ctx context.Context, cluster, name string, id int64) (replicaState, error) {
 	build := func() *remoting.Command {
-		return remoting.NewRequest(codeElectMaster, map[string]string{"clusterName": cluster, "brokerName": name,
+		return remoting.NewRequest(remoting.ControllerElectMaster, map[string]string{"clusterName": cluster, "brokerName": name,
 			"brokerId": strconv.FormatInt(id, 10), "designateElect": "false",
 			"invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil)
 	}
@@ -393,7 +377,7 @@ func (c *controllerClient) alterSyncStateSet(ctx context.Context, name string, m
 		return syncStateSetBody{}, fmt.Errorf("alter sync state set: %w", err)
 	}
 	resp, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeAlterSyncStateSet, map[string]string{"brokerName": name,
+		return remoting.NewRequest(remoting.ControllerAlterSyncStateSet, map[string]string{"brokerName": name,
 			"masterBrokerId": strconv.FormatInt(masterID, 10), "masterEpoch": strconv.FormatInt(int64(masterEpoch), 10),
 			"invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, body)
 	})
@@ -415,7 +399,7 @@ func (c *controllerClient) syncStateData(ctx context.Context, name string) (repl
 		return replicasInfo{}, err
 	}
 	resp, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(codeGetSyncStateData, nil, body)
+		return remoting.NewRequest(remoting.ControllerGetSyncStateData, nil, body)
 	})
 	if err != nil {
 		return replicasInfo{}, fmt.Errorf("get sync state data of %s: %w", name, err)

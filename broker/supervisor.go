@@ -106,6 +106,10 @@ type Switch struct {
 	CutAt int64
 }
 
+// controllerSlaveSync is how often a controller-mode slave copies its
+// master's tables at most (RocketMQ's 10 s).
+const controllerSlaveSync = 10 * time.Second
+
 // supervisorRetry is how long the start waits between tries of a step
 // the controller refused (RocketMQ retries its start every 5 s; a
 // shorter wait makes a group of brokers started together find its master
@@ -544,6 +548,11 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		cfg.BrokerRole, cfg.BrokerID, cfg.HAMasterAddress = roleSyncMaster, 0, ""
 	} else {
 		cfg.BrokerRole, cfg.BrokerID = roleSlave, s.BrokerID()
+		// RocketMQ's controller-mode slave copies its master's tables
+		// every 10 s (ReplicasManager.handleSlaveSynchronize), not
+		// every slaveSyncIntervalMillis: a slave elected master has
+		// its topics.
+		cfg.SlaveSyncInterval = min(cfg.SlaveSyncInterval, controllerSlaveSync)
 		cfg.HAMasterAddress = s.masterHA(ctx, st.MasterAddr)
 	}
 	b, err := newBroker(cfg, s.root)
@@ -604,7 +613,7 @@ func (s *Supervisor) notify(st replicaState) {
 func (s *Supervisor) masterHA(ctx context.Context, addr string) string {
 	ctx, cancel := context.WithTimeout(ctx, controllerTimeout)
 	defer cancel()
-	resp, err := s.peers.Invoke(ctx, addr, remoting.NewRequest(codeExchangeBrokerHAInfo, nil, nil))
+	resp, err := s.peers.Invoke(ctx, addr, remoting.NewRequest(remoting.ExchangeBrokerHAInfo, nil, nil))
 	if err != nil || resp.Code != remoting.Success {
 		s.log.Warn().Err(err).Str("master", addr).Msg("the master's HA address not read; the name servers' answers give it")
 		return ""

@@ -129,6 +129,7 @@ const (
 	ControllerGetReplicaInfo    int32 = 1004 // CONTROLLER_GET_REPLICA_INFO
 	ControllerGetMetadataInfo   int32 = 1005 // CONTROLLER_GET_METADATA_INFO
 	ControllerGetSyncStateData  int32 = 1006 // CONTROLLER_GET_SYNC_STATE_DATA
+	GetBrokerEpochCache         int32 = 1007 // GET_BROKER_EPOCH_CACHE: a controller-mode broker's epochs
 	NotifyBrokerRoleChanged     int32 = 1008 // NOTIFY_BROKER_ROLE_CHANGED: controller -> broker, oneway
 	UpdateControllerConfig      int32 = 1009 // UPDATE_CONTROLLER_CONFIG
 	GetControllerConfig         int32 = 1010 // GET_CONTROLLER_CONFIG
@@ -163,6 +164,7 @@ const (
 	GetBrokerMemberGroup          int32 = 901 // GET_BROKER_MEMBER_GROUP
 	BrokerHeartbeat               int32 = 904 // BROKER_HEARTBEAT
 	NotifyMinBrokerIDChange       int32 = 905 // NOTIFY_MIN_BROKER_ID_CHANGE
+	ExchangeBrokerHAInfo          int32 = 906 // EXCHANGE_BROKER_HA_INFO: a slave asks its master's HA address
 	GetBrokerHAStatus             int32 = 907 // GET_BROKER_HA_STATUS: mqadmin haStatus
 	ResetMasterFlushOffset        int32 = 908 // RESET_MASTER_FLUSH_OFFSET: mqadmin resetMasterFlushOffset
 )

@@ -1,0 +1,389 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/controller"
+	"github.com/rocketkv/rocketkv/namesrv"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// ctlFreePort returns a loopback port that is free, with the next one free
+// too (a controller's raft port, a broker's HA port).
+func ctlFreePort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1))
+		if err != nil {
+			continue
+		}
+		_ = l2.Close()
+		return port
+	}
+	t.Fatal("no free port pair")
+	return 0
+}
+
+// startTestController starts helper A's controller (package controller)
+// in process, one raft peer, served over Remoting at the address its
+// peer list names, as a broker's controllerAddr reaches it.
+func startTestController(t *testing.T, unclean bool) string {
+	t.Helper()
+	port := ctlFreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cfg := controller.DefaultConfig()
+	cfg.Group = "group1"
+	cfg.Peers = "n0-" + addr
+	cfg.SelfID = "n0"
+	cfg.StorePath = t.TempDir()
+	cfg.RaftTimeout = 200 * time.Millisecond
+	cfg.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+	cfg.ScanInactiveMasterInterval = 100 * time.Millisecond
+	cfg.EnableElectUncleanMaster = unclean
+	c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: addr}, c.Handler(), zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = srv.Shutdown(context.Background())
+		_ = c.Close()
+	})
+	waitUntil(t, 20*time.Second, "the controller to lead", c.IsLeader)
+	return addr
+}
+
+// waitUntil polls cond every 50 ms for up to d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// ctlBroker is a controller-mode broker of the test: its store and ports
+// stay across restarts.
+type ctlBroker struct {
+	t        *testing.T
+	store    string
+	settings map[string]string
+	sup      *Supervisor
+}
+
+func newCtlBroker(t *testing.T, controllerAddr, namesrvAddr string) *ctlBroker {
+	port := ctlFreePort(t)
+	return &ctlBroker{t: t, store: t.TempDir(), settings: map[string]string{
+		"enableControllerMode":            "true",
+		"controllerAddr":                  controllerAddr,
+		"namesrvAddr":                     namesrvAddr,
+		"brokerClusterName":               "DefaultCluster",
+		"brokerName":                      "broker-a",
+		"brokerIP1":                       "127.0.0.1",
+		"listenPort":                      strconv.Itoa(port),
+		"haListenPort":                    strconv.Itoa(port + 1),
+		"fastListenPort":                  "-1",
+		"mappedFileSizeCommitLog":         strconv.Itoa(4 << 20),
+		"brokerHeartbeatInterval":         "200",
+		"controllerHeartBeatTimeoutMills": "1500",
+		"syncBrokerMetadataPeriod":        "300",
+		"checkSyncStateSetPeriod":         "300",
+		"syncControllerMetadataPeriod":    "1000",
+		"haSendHeartbeatInterval":         "200",
+		"slaveSyncIntervalMillis":         "300",
+		// The file's role and id, which controller mode ignores.
+		"brokerRole": "SLAVE",
+		"brokerId":   "7",
+	}}
+}
+
+func (c *ctlBroker) start() {
+	c.t.Helper()
+	o := map[string]string{"storePathRootDir": c.store}
+	for k, v := range c.settings {
+		o[k] = v
+	}
+	loaded, err := configs.LoadBroker("", o)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	s, err := NewSupervisor(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		c.t.Fatalf("start controller-mode broker: %v", err)
+	}
+	c.sup = s
+	c.t.Cleanup(func() { c.stop() })
+}
+
+func (c *ctlBroker) stop() {
+	if c.sup == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.sup.Shutdown(ctx); err != nil {
+		c.t.Errorf("shutdown: %v", err)
+	}
+	c.sup = nil
+}
+
+func (c *ctlBroker) addr() string { return "127.0.0.1:" + c.settings["listenPort"] }
+
+func (c *ctlBroker) isMaster() bool {
+	r := c.sup.role()
+	return r.running && r.master
+}
+
+func (c *ctlBroker) end() int64 {
+	if b := c.sup.Broker(); b != nil {
+		return b.clog.MaxOffset()
+	}
+	return -1
+}
+
+// dialCtl opens a Remoting client to addr for the test.
+func dialCtl(t *testing.T, addr string) *remoting.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl
+}
+
+// TestControllerModeFailover runs two rocketkv brokers in controller mode
+// against the controller of package controller: each gets its id from the
+// controller (kept in RocketMQ's identity file across a restart), the first
+// is elected master and the second replicates from it; stopped, the master
+// is replaced by the slave (a new epoch, in its epoch file and in its
+// GET_BROKER_EPOCH_CACHE answer), while a sender that follows the name
+// server's route keeps sending; the old master comes back as a slave, and
+// the records it held that the new master never had are cut.
+func TestControllerModeFailover(t *testing.T) {
+	ctlAddr := startTestController(t, true)
+	nsCfg := namesrv.DefaultConfig()
+	nsCfg.Remoting.Addr = "127.0.0.1:0"
+	ns, err := namesrv.NewServer(nsCfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	nsAddr := ns.Addr().String()
+
+	a := newCtlBroker(t, ctlAddr, nsAddr)
+	b := newCtlBroker(t, ctlAddr, nsAddr)
+	a.start()
+	if !a.isMaster() {
+		t.Fatal("the first broker of the group is not its master")
+	}
+	b.start()
+	if b.isMaster() {
+		t.Fatal("the second broker is master too")
+	}
+	idA, idB := a.sup.BrokerID(), b.sup.BrokerID()
+	if idA == idB || idA <= 0 || idB <= 0 {
+		t.Fatalf("broker ids %d and %d", idA, idB)
+	}
+	raw, err := os.ReadFile(identityPath(a.sup.cfg))
+	if err != nil || string(raw) != "DefaultCluster#broker-a#"+strconv.FormatInt(idA, 10) {
+		t.Fatalf("identity file %q, %v", raw, err)
+	}
+	if _, err := os.Stat(tempIdentityPath(a.sup.cfg)); !os.IsNotExist(err) {
+		t.Fatalf("the temp identity file is left: %v", err)
+	}
+	if got := a.sup.Broker().cfg; got.BrokerID != 0 || got.BrokerRole != roleSyncMaster {
+		t.Fatalf("master runs as id %d %s, want 0 SYNC_MASTER", got.BrokerID, got.BrokerRole)
+	}
+	if got := b.sup.Broker().cfg; got.BrokerID != idB || got.BrokerRole != roleSlave {
+		t.Fatalf("slave runs as id %d %s, want %d SLAVE", got.BrokerID, got.BrokerRole, idB)
+	}
+	epochA := a.sup.role().masterEpoch
+
+	// Sends to the master reach the slave; the master reports it in sync.
+	ca := dialCtl(t, a.addr())
+	for i := range 20 {
+		mustSend(t, ca, "TopicTest", 0, "before-"+strconv.Itoa(i), "")
+	}
+	waitUntil(t, 20*time.Second, "the slave to replicate", func() bool { return b.end() == a.end() })
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	waitUntil(t, 20*time.Second, "the slave to copy the master's topics", func() bool {
+		_, ok, err := b.sup.Broker().topicConfig("TopicTest")
+		return ok && err == nil
+	})
+
+	// A sender that follows the route (the master, brokerId 0) keeps
+	// sending through the failover.
+	var sent, failed atomic.Int64
+	stopSend := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		routeSender(nsAddr, stopSend, &sent, &failed)
+	}()
+	waitUntil(t, 20*time.Second, "sends through the route", func() bool { return sent.Load() > 5 })
+
+	before := sent.Load()
+	a.stop()
+	waitUntil(t, 30*time.Second, "the slave to become master", b.isMaster)
+	if e := b.sup.role().masterEpoch; e <= epochA {
+		t.Fatalf("new master's epoch %d, the old one's %d", e, epochA)
+	}
+	waitUntil(t, 30*time.Second, "sends to the new master", func() bool { return sent.Load() > before+5 })
+	close(stopSend)
+	wg.Wait()
+	t.Logf("sent %d, failed attempts %d (through the failover)", sent.Load(), failed.Load())
+
+	sw := b.sup.Switches()
+	last := sw[len(sw)-1]
+	if !last.Master {
+		t.Fatalf("last switch %+v is not to master", last)
+	}
+	t.Logf("switch of the slave to master took %v", last.Took)
+	ef, err := openEpochFile(epochFilePath(b.sup.cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.LastEpoch() != b.sup.role().masterEpoch {
+		t.Fatalf("epoch file's last epoch %d, want %d", ef.LastEpoch(), b.sup.role().masterEpoch)
+	}
+	cb := dialCtl(t, b.addr())
+	resp := call(t, cb, remoting.GetBrokerEpochCache, nil, nil)
+	var cache epochEntryCacheJSON
+	if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &cache) != nil || len(cache.EpochList) == 0 ||
+		cache.EpochList[len(cache.EpochList)-1].Epoch != ef.LastEpoch() || cache.BrokerID != 0 {
+		t.Fatalf("GET_BROKER_EPOCH_CACHE: %d %s %s", resp.Code, resp.Remark, resp.Body)
+	}
+
+	// The old master comes back as a slave with its id.
+	a.start()
+	if a.sup.BrokerID() != idA {
+		t.Fatalf("restarted with id %d, had %d", a.sup.BrokerID(), idA)
+	}
+	if a.isMaster() {
+		t.Fatal("the old master came back as master")
+	}
+	waitUntil(t, 20*time.Second, "the old master to follow the new one", func() bool { return a.end() == b.end() })
+}
+
+// TestControllerModeCutsDivergedSlave has a master write records its
+// slave never gets, then elects the slave (unclean election) which writes
+// others at the same offsets: the old master, back, follows the new one
+// after its CommitLog was cut where the logs part, without an operator.
+func TestControllerModeCutsDivergedSlave(t *testing.T) {
+	ctlAddr := startTestController(t, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	a.start()
+	b.start()
+	ca := dialCtl(t, a.addr())
+	for i := range 10 {
+		mustSend(t, ca, "TopicTest", 0, "shared-"+strconv.Itoa(i), "")
+	}
+	waitUntil(t, 20*time.Second, "the slave to replicate", func() bool { return b.end() == a.end() })
+	shared := a.end()
+	b.stop()
+	for i := range 10 {
+		mustSend(t, ca, "TopicTest", 0, "only-on-a-"+strconv.Itoa(i), "")
+	}
+	a.stop()
+	b.start()
+	waitUntil(t, 30*time.Second, "the slave to be elected", b.isMaster)
+	cb := dialCtl(t, b.addr())
+	for i := range 5 {
+		mustSend(t, cb, "TopicTest", 0, "on-b-"+strconv.Itoa(i)+strings.Repeat("x", 50), "")
+	}
+	a.start()
+	waitUntil(t, 30*time.Second, "the old master to be cut and follow", func() bool {
+		for _, s := range a.sup.Switches() {
+			if s.CutAt > 0 {
+				return a.end() == b.end()
+			}
+		}
+		return false
+	})
+	for _, s := range a.sup.Switches() {
+		if s.CutAt > 0 && s.CutAt != shared {
+			t.Fatalf("cut at %d, the logs part at %d", s.CutAt, shared)
+		}
+	}
+}
+
+// routeSender sends to the master the name server's route names
+// (brokerId 0), fetching the route again after a failed send.
+func routeSender(nsAddr string, stop <-chan struct{}, sent, failed *atomic.Int64) {
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	defer func() { _ = pool.Close() }()
+	master := ""
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if master == "" {
+			if r, err := namesrv.FetchRoute(ctx, pool, []string{nsAddr}, "TopicTest", 2*time.Second); err == nil {
+				for _, bd := range r.BrokerDatas {
+					master = bd.BrokerAddrs[0]
+				}
+			}
+		}
+		ok := false
+		if master != "" {
+			resp, err := pool.Invoke(ctx, master, remoting.NewRequest(remoting.SendMessageV2, map[string]string{
+				"a": "pg", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "0", "f": "0",
+				"g": strconv.FormatInt(time.Now().UnixMilli(), 10), "h": "0", "i": "",
+			}, []byte("through-failover-"+strconv.Itoa(i))))
+			ok = err == nil && resp.Code == remoting.Success
+		}
+		cancel()
+		if ok {
+			sent.Add(1)
+		} else {
+			failed.Add(1)
+			master = ""
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
