@@ -46,7 +46,7 @@ func ctlFreePort(t *testing.T) int {
 // startTestController starts helper A's controller (package controller)
 // in process, one raft peer, served over Remoting at the address its
 // peer list names, as a broker's controllerAddr reaches it.
-func startTestController(t *testing.T, unclean bool) string {
+func startTestController(t *testing.T, unclean, notify bool) string {
 	t.Helper()
 	port := ctlFreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -59,6 +59,7 @@ func startTestController(t *testing.T, unclean bool) string {
 	cfg.ScanNotActiveBrokerInterval = 100 * time.Millisecond
 	cfg.ScanInactiveMasterInterval = 100 * time.Millisecond
 	cfg.EnableElectUncleanMaster = unclean
+	cfg.NotifyBrokerRoleChanged = notify
 	c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -195,8 +196,17 @@ func dialCtl(t *testing.T, addr string) *remoting.Client {
 // GET_BROKER_EPOCH_CACHE answer), while a sender that follows the name
 // server's route keeps sending; the old master comes back as a slave, and
 // the records it held that the new master never had are cut.
+//
+// It runs twice: with the controller's NOTIFY_BROKER_ROLE_CHANGED and the
+// brokers' GET_REPLICA_INFO a minute apart, and with no notices and the
+// poll every 300 ms, so that each path alone makes the failover.
 func TestControllerModeFailover(t *testing.T) {
-	ctlAddr := startTestController(t, true)
+	t.Run("notices", func(t *testing.T) { testControllerModeFailover(t, true, "60000") })
+	t.Run("polls", func(t *testing.T) { testControllerModeFailover(t, false, "300") })
+}
+
+func testControllerModeFailover(t *testing.T, notify bool, poll string) {
+	ctlAddr := startTestController(t, true, notify)
 	nsCfg := namesrv.DefaultConfig()
 	nsCfg.Remoting.Addr = "127.0.0.1:0"
 	ns, err := namesrv.NewServer(nsCfg, zerolog.Nop())
@@ -211,6 +221,8 @@ func TestControllerModeFailover(t *testing.T) {
 
 	a := newCtlBroker(t, ctlAddr, nsAddr)
 	b := newCtlBroker(t, ctlAddr, nsAddr)
+	a.settings["syncBrokerMetadataPeriod"] = poll
+	b.settings["syncBrokerMetadataPeriod"] = poll
 	a.start()
 	if !a.isMaster() {
 		t.Fatal("the first broker of the group is not its master")
@@ -310,7 +322,7 @@ func TestControllerModeFailover(t *testing.T) {
 // others at the same offsets: the old master, back, follows the new one
 // after its CommitLog was cut where the logs part, without an operator.
 func TestControllerModeCutsDivergedSlave(t *testing.T) {
-	ctlAddr := startTestController(t, true)
+	ctlAddr := startTestController(t, true, true)
 	a := newCtlBroker(t, ctlAddr, "")
 	b := newCtlBroker(t, ctlAddr, "")
 	a.start()
