@@ -281,6 +281,12 @@ func testControllerModeFailover(t *testing.T, notify bool, poll string) {
 		t.Fatalf("new master's epoch %d, the old one's %d", e, epochA)
 	}
 	waitUntil(t, 30*time.Second, "sends to the new master", func() bool { return sent.Load() > before+5 })
+	// The new master registered with the name server as brokerId 0, as
+	// RocketMQ's controller-mode master does.
+	route, err := namesrv.FetchRoute(context.Background(), remoting.NewClientPool(remoting.ClientOptions{}), []string{nsAddr}, "TopicTest", 2*time.Second)
+	if err != nil || len(route.BrokerDatas) != 1 || route.BrokerDatas[0].BrokerAddrs[0] != b.addr() {
+		t.Fatalf("route after the failover: %+v, %v; want brokerId 0 at %s", route.BrokerDatas, err, b.addr())
+	}
 	close(stopSend)
 	wg.Wait()
 	t.Logf("sent %d, failed attempts %d (through the failover)", sent.Load(), failed.Load())
@@ -397,5 +403,90 @@ func routeSender(nsAddr string, stop <-chan struct{}, sent, failed *atomic.Int64
 			time.Sleep(100 * time.Millisecond)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestControllerModeIdentitySteps starts a broker whose previous start
+// stopped between GET_NEXT_BROKER_ID and the identity file (only the temp
+// file, with its id and check code, is there): it applies for that id,
+// not the controller's next, and writes the identity file, as RocketMQ's
+// register resumes. The
+// controller's address is a host name looked up by DNS
+// (fetchControllerAddrByDnsLookup).
+func TestControllerModeIdentitySteps(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	_, port, _ := net.SplitHostPort(ctlAddr)
+	a := newCtlBroker(t, "controller.test:"+port, "")
+	a.settings["fetchControllerAddrByDnsLookup"] = "true"
+	cfg := configs.Broker{StorePathRootDir: a.store}
+	// A first broker takes id 1; the temp file asks for 5, where the
+	// controller's next id is 2.
+	first := newCtlBroker(t, ctlAddr, "")
+	first.start()
+	if first.sup.BrokerID() != 1 {
+		t.Fatalf("first broker's id %d", first.sup.BrokerID())
+	}
+	if err := writeIdentity(tempIdentityPath(cfg), brokerIdentity{Cluster: "DefaultCluster", Broker: "broker-a", ID: 5,
+		CheckCode: a.addr() + ";1700000000000"}, true); err != nil {
+		t.Fatal(err)
+	}
+	o := map[string]string{"storePathRootDir": a.store}
+	for k, v := range a.settings {
+		o[k] = v
+	}
+	loaded, err := configs.LoadBroker("", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSupervisor(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var looked atomic.Int32
+	s.resolve = func(_ context.Context, host string) ([]string, error) {
+		if host != "controller.test" {
+			return nil, fmt.Errorf("unexpected lookup of %s", host)
+		}
+		looked.Add(1)
+		return []string{"127.0.0.1"}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.sup = s
+	t.Cleanup(a.stop)
+	if looked.Load() == 0 {
+		t.Fatal("controllerAddr's host was not looked up")
+	}
+	if s.BrokerID() != 5 {
+		t.Fatalf("id %d, want the temp file's 5", s.BrokerID())
+	}
+	if raw, err := os.ReadFile(identityPath(cfg)); err != nil || string(raw) != "DefaultCluster#broker-a#5" {
+		t.Fatalf("identity file %q, %v", raw, err)
+	}
+	if _, err := os.Stat(tempIdentityPath(cfg)); !os.IsNotExist(err) {
+		t.Fatalf("temp identity file left: %v", err)
+	}
+	if a.isMaster() {
+		t.Fatal("the second broker of the group is master too")
+	}
+	// A second broker of another group name on the same store is
+	// refused, as RocketMQ's checkMetadataValid.
+	a.stop()
+	o["brokerName"] = "broker-b"
+	loaded, err = configs.LoadBroker("", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := NewSupervisor(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.resolve = s.resolve
+	if err := s2.Start(ctx); err == nil || !strings.Contains(err.Error(), "broker-a") {
+		_ = s2.Shutdown(ctx)
+		t.Fatalf("start with another brokerName on the store: %v", err)
 	}
 }
