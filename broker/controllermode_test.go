@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,40 +44,83 @@ func ctlFreePort(t *testing.T) int {
 	return 0
 }
 
-// startTestController starts helper A's controller (package controller)
-// in process, one raft peer, served over Remoting at the address its
-// peer list names, as a broker's controllerAddr reaches it.
+// ctlPeer is one controller of a test, served over Remoting at the
+// address its peer list names.
+type ctlPeer struct {
+	c    *controller.Controller
+	srv  *remoting.Server
+	addr string
+	once sync.Once
+}
+
+// stop closes the peer's server and controller.
+func (p *ctlPeer) stop() {
+	p.once.Do(func() {
+		_ = p.srv.Shutdown(context.Background())
+		_ = p.c.Close()
+	})
+}
+
+// startTestControllers starts n controllers of package controller in
+// process, a raft group of n peers, each served over Remoting at the
+// address its peer list names, as a broker's controllerAddr reaches it.
+func startTestControllers(t *testing.T, n int, unclean, notify bool) []*ctlPeer {
+	t.Helper()
+	var ports []int
+	for len(ports) < n {
+		p := ctlFreePort(t)
+		if !slices.ContainsFunc(ports, func(q int) bool { return q >= p-1 && q <= p+1 }) {
+			ports = append(ports, p)
+		}
+	}
+	var list []string
+	for i, p := range ports {
+		list = append(list, fmt.Sprintf("n%d-127.0.0.1:%d", i, p))
+	}
+	var peers []*ctlPeer
+	for i, port := range ports {
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		cfg := controller.DefaultConfig()
+		cfg.Group = "group1"
+		cfg.Peers = strings.Join(list, ";")
+		cfg.SelfID = fmt.Sprintf("n%d", i)
+		cfg.StorePath = t.TempDir()
+		cfg.RaftTimeout = 200 * time.Millisecond
+		cfg.ScanNotActiveBrokerInterval = 100 * time.Millisecond
+		cfg.ScanInactiveMasterInterval = 100 * time.Millisecond
+		cfg.EnableElectUncleanMaster = unclean
+		cfg.NotifyBrokerRoleChanged = notify
+		c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		srv := remoting.NewServer(remoting.ServerConfig{Addr: addr}, c.Handler(), zerolog.Nop())
+		if err := srv.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		p := &ctlPeer{c: c, srv: srv, addr: addr}
+		t.Cleanup(p.stop)
+		peers = append(peers, p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, p := range peers {
+		if err := p.c.WaitLeader(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return peers
+}
+
+// startTestController starts one controller and returns its address.
 func startTestController(t *testing.T, unclean, notify bool) string {
 	t.Helper()
-	port := ctlFreePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cfg := controller.DefaultConfig()
-	cfg.Group = "group1"
-	cfg.Peers = "n0-" + addr
-	cfg.SelfID = "n0"
-	cfg.StorePath = t.TempDir()
-	cfg.RaftTimeout = 200 * time.Millisecond
-	cfg.ScanNotActiveBrokerInterval = 100 * time.Millisecond
-	cfg.ScanInactiveMasterInterval = 100 * time.Millisecond
-	cfg.EnableElectUncleanMaster = unclean
-	cfg.NotifyBrokerRoleChanged = notify
-	c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	srv := remoting.NewServer(remoting.ServerConfig{Addr: addr}, c.Handler(), zerolog.Nop())
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = srv.Shutdown(context.Background())
-		_ = c.Close()
-	})
-	waitUntil(t, 20*time.Second, "the controller to lead", c.IsLeader)
-	return addr
+	p := startTestControllers(t, 1, unclean, notify)[0]
+	waitUntil(t, 20*time.Second, "the controller to lead", p.c.IsLeader)
+	return p.addr
 }
 
 // waitUntil polls cond every 50 ms for up to d.
@@ -489,4 +533,52 @@ func TestControllerModeIdentitySteps(t *testing.T) {
 		_ = s2.Shutdown(ctx)
 		t.Fatalf("start with another brokerName on the store: %v", err)
 	}
+}
+
+// TestControllerModeControllerFailover runs a broker group against three
+// controllers: when the leading controller stops, the brokers find the new
+// leader (a follower answers CONTROLLER_NOT_LEADER; GET_METADATA_INFO names
+// the leader) and go on: a broker started after it gets its id, and the
+// master's stop still makes the slave master.
+func TestControllerModeControllerFailover(t *testing.T) {
+	peers := startTestControllers(t, 3, false, true)
+	var addrs []string
+	for _, p := range peers {
+		addrs = append(addrs, p.addr)
+	}
+	list := strings.Join(addrs, ";")
+	leader := func() *ctlPeer {
+		for _, p := range peers {
+			if p.c.IsLeader() {
+				return p
+			}
+		}
+		return nil
+	}
+	waitUntil(t, 20*time.Second, "a leading controller", func() bool { return leader() != nil })
+	a := newCtlBroker(t, list, "")
+	// The periodic GET_METADATA_INFO a minute apart: a request that
+	// fails at the old leader finds the new one itself.
+	a.settings["syncControllerMetadataPeriod"] = "60000"
+	a.start()
+	if !a.isMaster() {
+		t.Fatal("the first broker is not master")
+	}
+	old := leader()
+	old.stop()
+	waitUntil(t, 30*time.Second, "another controller to lead", func() bool { l := leader(); return l != nil && l != old })
+	b := newCtlBroker(t, list, "")
+	b.start()
+	if b.isMaster() || b.sup.BrokerID() == a.sup.BrokerID() {
+		t.Fatalf("second broker: master %v, id %d (first's %d)", b.isMaster(), b.sup.BrokerID(), a.sup.BrokerID())
+	}
+	ca := dialCtl(t, a.addr())
+	mustSend(t, ca, "TopicTest", 0, "after the controller failover", "")
+	waitUntil(t, 20*time.Second, "the slave to replicate", func() bool { return b.end() == a.end() })
+	// The master reports the slave in sync to the new leader
+	// (CONTROLLER_ALTER_SYNC_STATE_SET): the election after its stop is
+	// a clean one, among the sync state set.
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	a.stop()
+	waitUntil(t, 30*time.Second, "the slave to become master under the new controller", b.isMaster)
 }
