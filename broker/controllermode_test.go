@@ -582,3 +582,29 @@ func TestControllerModeControllerFailover(t *testing.T) {
 	a.stop()
 	waitUntil(t, 30*time.Second, "the slave to become master under the new controller", b.isMaster)
 }
+
+// TestControllerModeAllAckInSyncStateSet: with allAckInSyncStateSet a
+// master's sends wait for every other broker of its sync state set; the
+// set grows when the slave catches up and shrinks when it stops (the
+// master reports both with CONTROLLER_ALTER_SYNC_STATE_SET), and the
+// number of slave acknowledgements a send waits for follows it.
+func TestControllerModeAllAckInSyncStateSet(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	a.settings["allAckInSyncStateSet"] = "true"
+	a.start()
+	b.start()
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	if n := a.sup.Broker().slaveAcks(); n != 1 {
+		t.Fatalf("a send waits for %d slaves, want the set's other broker", n)
+	}
+	ca := dialCtl(t, a.addr())
+	mustSend(t, ca, "TopicTest", 0, "acknowledged by the slave", "")
+	b.stop()
+	waitUntil(t, 20*time.Second, "the sync state set to shrink", func() bool { return len(a.sup.role().syncSet) == 1 })
+	if n := a.sup.Broker().slaveAcks(); n != 0 {
+		t.Fatalf("a send waits for %d slaves with the master alone in the set", n)
+	}
+	mustSend(t, ca, "TopicTest", 0, "the master alone", "")
+}
