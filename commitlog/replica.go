@@ -346,6 +346,24 @@ func (p *replicaPiece) heldAt(tail int64) heldHeader {
 	return h
 }
 
+// DiscardUnfinished drops the bytes of an unfinished record a replica
+// holds past MaxOffset, so that ReplicaOffset is MaxOffset again: a slave
+// that is about to compare its log with a new master's (the AutoSwitch
+// handshake) keeps whole records only, and the master sends the record
+// again. Only the goroutine that calls AppendReplica may call it; on a
+// log that is not a replica it does nothing.
+func (l *Log) DiscardUnfinished() {
+	if !l.cfg.Replica {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.zeroReplicaTailLocked()
+}
+
 // zeroReplicaTailLocked clears the bytes of an unfinished record past
 // MaxOffset, so that a clean shutdown leaves zeros after the end (normal
 // recovery reads anything else as damage). Caller holds mu.

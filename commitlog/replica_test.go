@@ -523,3 +523,37 @@ func TestAReplicaKilledMidRecordKeepsOnlyWholeRecords(t *testing.T) {
 		k.Close()
 	}
 }
+
+func TestDiscardUnfinished(t *testing.T) {
+	m := fillMaster(t, 40)
+	dir := t.TempDir()
+	r := openReplica(t, dir, replicaTestSegment)
+	start := m.MaxOffset() - m.MaxOffset()%replicaTestSegment
+	v, err := m.ReadStream(start, int(m.MaxOffset()-start)-10) // the last record cut short
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AppendReplica(start, v.Data); err != nil {
+		t.Fatal(err)
+	}
+	v.Release()
+	if r.ReplicaOffset() == r.MaxOffset() {
+		t.Fatalf("no unfinished record: both ends at %d", r.MaxOffset())
+	}
+	end := r.MaxOffset()
+	r.DiscardUnfinished()
+	if r.ReplicaOffset() != end || r.MaxOffset() != end {
+		t.Fatalf("after DiscardUnfinished: MaxOffset %d, ReplicaOffset %d, want both %d", r.MaxOffset(), r.ReplicaOffset(), end)
+	}
+	// The master sends the record again, whole, from MaxOffset.
+	stream(t, m, r, rand.New(rand.NewPCG(3, 4)), 5000)
+	sameRecords(t, m, r, start)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := openReplica(t, dir, replicaTestSegment)
+	defer again.Close()
+	if again.MaxOffset() != m.MaxOffset() {
+		t.Fatalf("reopened at %d, master at %d", again.MaxOffset(), m.MaxOffset())
+	}
+}
