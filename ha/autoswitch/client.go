@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/ha"
 )
 
 // Replica is a slave's CommitLog as the client writes it
@@ -368,4 +370,23 @@ func (c *Client) Status() ClientStatus {
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, State: c.state, LastRead: c.lastRead, LastWrite: c.lastWrite,
 		BytesPerSecond: c.flow.perSecond(), ConfirmOffset: c.confirm}
+}
+
+// RuntimeInfo is the slave's GET_BROKER_HA_STATUS body (RocketMQ's
+// AutoSwitchHAService.getRuntimeInfo on a slave): maxOffset is its
+// CommitLog's end, masterFlushOffset the master's flushed offset as the
+// broker knows it.
+func (c *Client) RuntimeInfo(maxOffset, masterFlushOffset int64) ha.RuntimeInfo {
+	st := c.Status()
+	return ha.RuntimeInfo{HAConnectionInfo: []ha.ConnectionInfo{}, HAClientRuntimeInfo: ha.ClientInfo{
+		MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond, MaxOffset: maxOffset,
+		LastReadTimestamp: millis(st.LastRead), LastWriteTimestamp: millis(st.LastWrite), MasterFlushOffset: masterFlushOffset}}
+}
+
+// millis is t in Unix milliseconds, 0 for the zero time.
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

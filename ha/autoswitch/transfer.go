@@ -56,6 +56,13 @@ func (s *Server) write(ctx context.Context, c *slave) {
 				}
 			}
 			e, ok := s.cfg.Epochs.EntryByOffset(next)
+			if first, fok := s.cfg.Epochs.FirstEntry(); !ok && fok && next < first.StartOffset {
+				// Records older than the epoch file (a store that ran
+				// before controller mode): the first epoch labels them.
+				// RocketMQ's master finds no epoch there and sends
+				// nothing, ever.
+				e, ok = first, true
+			}
 			if !ok {
 				err := fmt.Errorf("no epoch entry holds offset %d, where the slave asks to start (epochs %v)", next, s.cfg.Epochs.Entries())
 				s.log.Error().Err(err).Str("slave", c.addr).Msg("cannot transfer to the slave")
