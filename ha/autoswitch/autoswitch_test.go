@@ -634,3 +634,80 @@ func TestGarbageIsRefused(t *testing.T) {
 		return bytes.Contains([]byte(s.out.String()), []byte("master handshake with 13 bytes of epoch entries"))
 	})
 }
+
+func TestBecomeMaster(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		have   []EpochEntry
+		epoch  int32
+		start  int64
+		want   []EpochEntry
+		refuse bool
+	}{
+		{name: "first", epoch: 1, start: 0, want: entries(1, 0)},
+		{name: "next", have: entries(1, 0), epoch: 3, start: 500, want: entries(1, 0, 3, 500)},
+		{name: "older epoch", have: entries(1, 0, 3, 500), epoch: 2, start: 900, refuse: true},
+		{name: "same epoch again", have: entries(1, 0, 3, 500), epoch: 3, start: 700, want: entries(1, 0, 3, 700)},
+		{name: "no record since the last epoch", have: entries(1, 0, 3, 500), epoch: 4, start: 500, want: entries(1, 0, 3, 500)},
+		{name: "epoch past the log's end", have: entries(1, 0, 3, 500, 4, 900), epoch: 5, start: 700, want: entries(1, 0, 3, 500, 5, 700)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := openEpochs(t, t.TempDir())
+			for _, e := range tc.have {
+				if err := c.Append(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := BecomeMaster(c, tc.epoch, tc.start, zerolog.Nop())
+			if tc.refuse {
+				if err == nil {
+					t.Fatalf("BecomeMaster(%d, %d) accepted: %v", tc.epoch, tc.start, c.Entries())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Entries(); !slices.Equal(got, tc.want) {
+				t.Fatalf("epochs %v, want %v", got, tc.want)
+			}
+		})
+	}
+	c := NewEpochCache(entries(1, 0, 4, 100))
+	if err := BecomeSlave(c, 3); err == nil {
+		t.Fatal("BecomeSlave of an older epoch accepted")
+	}
+	if err := BecomeSlave(c, 4); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSlaveAheadNeverJoins(t *testing.T) {
+	ml := openLog(t, logConfig(t.TempDir(), false))
+	mEpochs := openEpochs(t, t.TempDir())
+	if err := BecomeMaster(mEpochs, 1, 0, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, ml, 0, 10, 0)
+	m := startMaster(t, ml, mEpochs, nil)
+	c, err := net.Dial("tcp", m.srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	hello := AppendSlaveHandshake(nil, SlaveHandshake{BrokerID: 4})
+	if _, err := c.Write(append(hello, AppendSlaveReport(nil, ml.MaxOffset()+1000)...)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the report", func() bool {
+		sl := m.srv.Slaves()
+		return len(sl) == 1 && sl[0].AckOffset == ml.MaxOffset()+1000
+	})
+	time.Sleep(100 * time.Millisecond) // several SyncStateSet checks and heartbeats
+	if p := m.props.last(); p != nil {
+		t.Fatalf("a slave ahead of the master was proposed: %v", p)
+	}
+	if !bytes.Contains([]byte(m.out.String()), []byte("ahead of the master")) {
+		t.Fatal("the slave ahead was not logged")
+	}
+}

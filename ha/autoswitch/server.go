@@ -109,6 +109,12 @@ func BecomeMaster(epochs *EpochCache, epoch int32, startOffset int64, log zerolo
 	if last := epochs.LastEpoch(); epoch < last {
 		return fmt.Errorf("become master in epoch %d: the epoch file holds epoch %d already", epoch, last)
 	}
+	// Epochs that begin past the log's end hold none of its records (a
+	// slave that recorded a master's epoch and lost the bytes after it):
+	// they go, or the new epoch could not follow them.
+	if err := epochs.TruncateSuffixByOffset(startOffset + 1); err != nil {
+		return fmt.Errorf("become master in epoch %d: %w", epoch, err)
+	}
 	if epochs.LastEpoch() >= epoch {
 		if err := epochs.TruncateSuffixByEpoch(epoch); err != nil {
 			return fmt.Errorf("become master in epoch %d: %w", epoch, err)
@@ -170,6 +176,13 @@ type slave struct {
 	ack          int64 // last report, -1 before
 	next         int64 // next transfer's offset, -1 before the first
 	lastMax      int64 // the master's end at the last transfer
+	// ahead is set when the first report after a handshake is past the
+	// master's end: the slave holds bytes this master never wrote (its
+	// epoch file was empty, so nothing was truncated). Its
+	// acknowledgements prove nothing: it never joins the SyncStateSet
+	// (RocketMQ proposes it as soon as its report reaches the confirm
+	// offset, which it does at once).
+	ahead        bool
 	lastTransfer time.Time
 	flow         rate
 }
@@ -409,7 +422,7 @@ func (s *Server) handshake(c *slave, h SlaveHandshake) {
 	c.mu.Lock()
 	c.id, c.fromLastFile, c.learner = h.BrokerID, h.SyncFromLastFile, h.AsyncLearner
 	c.state, c.handshakeDue = StateHandshake, true
-	c.request, c.next = -1, -1
+	c.request, c.next, c.ahead = -1, -1, false
 	c.mu.Unlock()
 	s.log.Info().Str("slave", c.addr).Int64("brokerId", h.BrokerID).Bool("syncFromLastFile", h.SyncFromLastFile).
 		Bool("asyncLearner", h.AsyncLearner).Msg("slave handshake")
@@ -419,22 +432,29 @@ func (s *Server) handshake(c *slave, h SlaveHandshake) {
 // acknowledge takes a slave's report of its CommitLog end.
 func (s *Server) acknowledge(c *slave, offset int64) {
 	now := s.cfg.Now()
+	end := s.cfg.Log.MaxOffset()
 	c.mu.Lock()
 	c.state = StateTransfer
 	first := c.request < 0
 	if first {
 		c.request = offset
+		c.ahead = offset > end
 	}
 	c.ack = offset
-	id, learner, lastMax, lastTransfer := c.id, c.learner, c.lastMax, c.lastTransfer
+	id, learner, lastMax, lastTransfer, ahead := c.id, c.learner, c.lastMax, c.lastTransfer, c.ahead
 	c.mu.Unlock()
 	if first {
-		s.log.Info().Str("slave", c.addr).Int64("brokerId", id).Int64("offset", offset).Msg("slave asks for the CommitLog from here")
+		if ahead {
+			s.log.Error().Str("slave", c.addr).Int64("brokerId", id).Int64("slave", offset).Int64("master", end).
+				Msg("the slave's CommitLog is ahead of the master's: its bytes past the master's end are not the master's; it never joins the SyncStateSet (rebuild it from a copy of the master)")
+		} else {
+			s.log.Info().Str("slave", c.addr).Int64("brokerId", id).Int64("offset", offset).Msg("slave asks for the CommitLog from here")
+		}
 		c.poke()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !learner && offset >= lastMax {
+	if !learner && !ahead && offset >= lastMax {
 		at := lastTransfer
 		if s.cfg.Log.MaxOffset() == offset {
 			at = now
