@@ -223,6 +223,14 @@ func TestSlaveFollowsMasterAndJoinsSyncStateSet(t *testing.T) {
 	if !m.srv.WaitAcked(ctx, end, 1) {
 		t.Fatal("the slave never acknowledged the end")
 	}
+	if !m.srv.WaitSyncStateSet(ctx, end) {
+		t.Fatal("the SyncStateSet never acknowledged the end")
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	if m.srv.WaitAcked(short, end, 2) {
+		t.Fatal("two acknowledgements with one slave")
+	}
 	waitFor(t, "the confirm offset to reach the end", func() bool { return m.srv.ConfirmOffset() == end })
 	waitFor(t, "the slave's confirm offset", func() bool { return s.c.ConfirmOffset() == end })
 	sl := m.srv.Slaves()
@@ -233,6 +241,23 @@ func TestSlaveFollowsMasterAndJoinsSyncStateSet(t *testing.T) {
 	if info.InSyncSlaveNums != 1 || len(info.HAConnectionInfo) != 1 || info.HAConnectionInfo[0].Diff != 0 {
 		t.Fatalf("RuntimeInfo = %+v", info)
 	}
+
+	// A member that is not connected: its acknowledgement never comes,
+	// and the confirm offset stays.
+	m.srv.SetSyncStateSet([]int64{1, 2, 9})
+	short2, cancelShort2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort2()
+	if m.srv.WaitSyncStateSet(short2, end) {
+		t.Fatal("a SyncStateSet with a member not connected acknowledged")
+	}
+	appendN(t, ml, 150, 5, 0)
+	waitFor(t, "the slave to follow", func() bool { return rl.MaxOffset() == ml.MaxOffset() })
+	time.Sleep(100 * time.Millisecond)
+	if got := m.srv.ConfirmOffset(); got != end {
+		t.Fatalf("confirm offset %d with a member not connected, want it held at %d", got, end)
+	}
+	m.srv.SetSyncStateSet([]int64{1, 2})
+	waitFor(t, "the confirm offset to move", func() bool { return m.srv.ConfirmOffset() == ml.MaxOffset() })
 
 	// The slave leaves: the master proposes the set without it at once.
 	if err := s.stop(); !errors.Is(err, context.Canceled) {

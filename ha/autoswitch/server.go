@@ -618,24 +618,52 @@ func (s *Server) ConfirmOffset() int64 {
 	return s.confirmOffsetLocked()
 }
 
-// WaitAcked waits until at least n slaves of the SyncStateSet have
-// acknowledged offset (the end of a send's records). It returns false
-// when ctx ends first.
+// WaitAcked waits until at least n connected slaves have acknowledged
+// offset (the end of a send's records): RocketMQ's wait of a SYNC_MASTER
+// in controller mode without allAckInSyncStateSet, n being
+// inSyncReplicas-1 (the master counts itself); the broker first answers
+// IN_SYNC_REPLICAS_NOT_ENOUGH when InSyncReplicas is below
+// minInSyncReplicas. A slave ahead of the master never counts. It
+// returns false when ctx ends first.
 func (s *Server) WaitAcked(ctx context.Context, offset int64, n int) bool {
+	return s.waitAcks(ctx, offset, func(_ []int64, _ map[int64]bool, count int) bool { return count >= n })
+}
+
+// WaitSyncStateSet waits until every slave of the SyncStateSet (and of
+// the proposal in flight) has acknowledged offset: RocketMQ's wait with
+// allAckInSyncStateSet. It returns true at once when the set is the
+// master alone, false when ctx ends first.
+func (s *Server) WaitSyncStateSet(ctx context.Context, offset int64) bool {
+	return s.waitAcks(ctx, offset, func(set []int64, acked map[int64]bool, _ int) bool {
+		for _, id := range set {
+			if id != s.cfg.BrokerID && !acked[id] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitAcks waits until done holds for the SyncStateSet (with the
+// proposal), the ids of the slaves that acknowledged offset and their
+// count.
+func (s *Server) waitAcks(ctx context.Context, offset int64, done func(set []int64, acked map[int64]bool, count int) bool) bool {
 	for {
 		s.mu.Lock()
 		set := s.unionLocked()
-		got := 0
+		acked := map[int64]bool{}
+		count := 0
 		for c := range s.slaves {
 			c.mu.Lock()
-			if c.ack >= offset && c.id != s.cfg.BrokerID && slices.Contains(set, c.id) {
-				got++
+			if c.ack >= 0 && c.ack >= offset && !c.ahead {
+				acked[c.id] = true
+				count++
 			}
 			c.mu.Unlock()
 		}
 		ch := s.changed
 		s.mu.Unlock()
-		if got >= n {
+		if done(set, acked, count) {
 			return true
 		}
 		select {
