@@ -35,11 +35,13 @@ var ErrEpochOrder = errors.New("autoswitch: epoch entry not after the last one")
 // EpochEntry is one epoch of a broker group's CommitLog: the records from
 // StartOffset up to EndOffset were written by the master elected in Epoch.
 // EndOffset is never stored: it is the next entry's StartOffset, NoEnd for
-// the last (or the log's end where a caller set it).
+// the last (or the log's end where a caller set it). The JSON names are
+// RocketMQ's EpochEntry's (GET_BROKER_EPOCH_CACHE's EpochEntryCache body
+// lists the entries, the last ending at Long.MAX_VALUE, NoEnd).
 type EpochEntry struct {
-	Epoch       int32
-	StartOffset int64
-	EndOffset   int64
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"startOffset"`
+	EndOffset   int64 `json:"endOffset"`
 }
 
 // String formats the entry as the epoch file's line.

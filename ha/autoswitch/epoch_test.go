@@ -1,6 +1,7 @@
 package autoswitch
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -260,4 +261,16 @@ func FuzzParseEpochFile(f *testing.F) {
 			t.Fatalf("format and parse again: %v %v, want %v", again, err, got)
 		}
 	})
+}
+
+func TestEpochEntryJSON(t *testing.T) {
+	b, err := json.Marshal(entries(1, 0, 2, 300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RocketMQ's EpochEntry fields, as fastjson writes them.
+	want := `[{"epoch":1,"startOffset":0,"endOffset":300},{"epoch":2,"startOffset":300,"endOffset":9223372036854775807}]`
+	if string(b) != want {
+		t.Fatalf("JSON %s, want %s", b, want)
+	}
 }
