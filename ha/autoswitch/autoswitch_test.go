@@ -736,3 +736,93 @@ func TestSlaveAheadNeverJoins(t *testing.T) {
 		t.Fatal("the slave ahead was not logged")
 	}
 }
+
+// broker is one store of a group: its log's directory and epoch file.
+type broker struct {
+	id     int64
+	dir    string
+	epochs *EpochCache
+	log    *commitlog.Log
+}
+
+func newBroker(t *testing.T, id int64) *broker {
+	return &broker{id: id, dir: t.TempDir(), epochs: openEpochs(t, t.TempDir())}
+}
+
+// open (re)opens the broker's log in a role, cut at cut when positive.
+func (b *broker) open(t *testing.T, replica bool, cut int64) {
+	t.Helper()
+	if b.log != nil {
+		if err := b.log.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := logConfig(b.dir, replica)
+	cfg.CutAt = cut
+	b.log = openLog(t, cfg)
+}
+
+// A group of three: the master fails with a tail one slave lacks, the
+// other slave is elected, and the old master rejoins as a slave: it is
+// cut at the new epoch's start, and all three end with the same log and
+// the same epochs.
+func TestFailover(t *testing.T) {
+	a, b, c := newBroker(t, 1), newBroker(t, 2), newBroker(t, 3)
+	a.open(t, false, 0)
+	b.open(t, true, 0)
+	c.open(t, true, 0)
+	if err := BecomeMaster(a.epochs, 1, 0, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, a.log, 0, 60, 0)
+	ma := startMaster(t, a.log, a.epochs, nil)
+	sb := startSlave(t, ma.srv.Addr().String(), b.id, b.log, b.epochs)
+	sc := startSlave(t, ma.srv.Addr().String(), c.id, c.log, c.epochs)
+	waitFor(t, "both slaves", func() bool { return b.log.MaxOffset() == a.log.MaxOffset() && c.log.MaxOffset() == a.log.MaxOffset() })
+	sc.stop() // c falls behind
+	appendN(t, a.log, 60, 20, 0)
+	waitFor(t, "b", func() bool { return b.log.MaxOffset() == a.log.MaxOffset() })
+	sb.stop()
+	appendN(t, a.log, 80, 15, 0) // a's tail no slave has
+	ma.srv.Close()
+	aEnd := a.log.MaxOffset()
+
+	// b is elected in epoch 2.
+	b.open(t, false, 0)
+	if err := BecomeMaster(b.epochs, 2, b.log.MaxOffset(), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	epoch2 := b.log.MaxOffset()
+	mb := startMaster(t, b.log, b.epochs, nil)
+	if err := BecomeSlave(c.epochs, 2); err != nil {
+		t.Fatal(err)
+	}
+	startSlave(t, mb.srv.Addr().String(), c.id, c.log, c.epochs)
+	appendN(t, b.log, 80, 25, 0x33)
+
+	// a rejoins as b's slave: cut at epoch 2's start.
+	a.open(t, true, 0)
+	if err := BecomeSlave(a.epochs, 2); err != nil {
+		t.Fatal(err)
+	}
+	sa := startSlave(t, mb.srv.Addr().String(), a.id, a.log, a.epochs)
+	<-sa.done
+	var cut *CutError
+	if !errors.As(sa.err, &cut) || cut.At != epoch2 || cut.End != aEnd {
+		t.Fatalf("a's Run = %v, want a cut at %d of its end %d", sa.err, epoch2, aEnd)
+	}
+	a.open(t, true, cut.At)
+	startSlave(t, mb.srv.Addr().String(), a.id, a.log, a.epochs)
+
+	waitFor(t, "all three alike", func() bool {
+		return a.log.MaxOffset() == b.log.MaxOffset() && c.log.MaxOffset() == b.log.MaxOffset()
+	})
+	sameBytes(t, b.log, a.log, 0)
+	sameBytes(t, b.log, c.log, 0)
+	want := entries(1, 0, 2, epoch2)
+	for _, x := range []*broker{a, b, c} {
+		if got := x.epochs.Entries(); !slices.Equal(got, want) {
+			t.Fatalf("broker %d epochs %v, want %v", x.id, got, want)
+		}
+	}
+}
