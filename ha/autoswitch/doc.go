@@ -101,6 +101,9 @@
 //
 // # Use
 //
+//	epochs, err := autoswitch.OpenEpochFile(filepath.Join(storeRoot, autoswitch.EpochFileName))
+//	log.OnMinOffsetChange(epochs.FollowRetention(logger))
+//
 //	// master, elected in epoch 7
 //	err := autoswitch.BecomeMaster(epochs, 7, log.MaxOffset(), logger)
 //	srv := autoswitch.NewServer(autoswitch.ServerConfig{Addr: ":10912", Log: log, Epochs: epochs,

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/internal/atomicfile"
 )
 
@@ -410,4 +412,17 @@ func (c *EpochCache) ConsistentPoint(other *EpochCache) int64 {
 		}
 	}
 	return -1
+}
+
+// FollowRetention returns the callback to register with the CommitLog's
+// OnMinOffsetChange: when retention deleted segments, the entries ending
+// at or before the new first offset minus one go (RocketMQ's store calls
+// truncateEpochFilePrefix(minPhyOffset - 1) after a deletion in
+// controller mode). Errors are logged.
+func (c *EpochCache) FollowRetention(log zerolog.Logger) func(newMin int64) {
+	return func(newMin int64) {
+		if err := c.TruncatePrefixByOffset(newMin - 1); err != nil {
+			log.Error().Err(err).Int64("minOffset", newMin).Msg("the epoch file keeps the entries of deleted segments")
+		}
+	}
 }

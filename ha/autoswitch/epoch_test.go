@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 func entries(pairs ...int64) []EpochEntry {
@@ -272,5 +274,22 @@ func TestEpochEntryJSON(t *testing.T) {
 	want := `[{"epoch":1,"startOffset":0,"endOffset":300},{"epoch":2,"startOffset":300,"endOffset":9223372036854775807}]`
 	if string(b) != want {
 		t.Fatalf("JSON %s, want %s", b, want)
+	}
+}
+
+func TestFollowRetention(t *testing.T) {
+	c := epochCache123(t)
+	fn := c.FollowRetention(zerolog.Nop())
+	fn(300) // entries ending at or before 299 go: none
+	if got := c.Entries(); !slices.Equal(got, entries(1, 100, 2, 300, 3, 500)) {
+		t.Fatalf("after deleting up to 300: %v", got)
+	}
+	fn(301)
+	if got := c.Entries(); !slices.Equal(got, entries(2, 300, 3, 500)) {
+		t.Fatalf("after deleting up to 301: %v", got)
+	}
+	fn(1 << 40) // the last epoch always stays
+	if got := c.Entries(); !slices.Equal(got, entries(3, 500)) {
+		t.Fatalf("after deleting everything: %v", got)
 	}
 }
