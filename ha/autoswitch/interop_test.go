@@ -190,3 +190,28 @@ func TestServerAnswersARocketMQSlave(t *testing.T) {
 		t.Fatalf("an async learner was proposed: %v", p)
 	}
 }
+
+// A slave that reports without waiting for the handshake answer still
+// gets the answer first, then the transfers.
+func TestServerAnswersAHandshakeBeforeTransfers(t *testing.T) {
+	ml := openLog(t, logConfig(t.TempDir(), false))
+	mEpochs := openEpochs(t, t.TempDir())
+	if err := BecomeMaster(mEpochs, 4, 0, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, ml, 0, 2, 0)
+	end := ml.MaxOffset()
+	m := startMaster(t, ml, mEpochs, nil)
+	for range 20 {
+		c, err := net.Dial("tcp", m.srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(unhex(t, "00000001 0000 0000 0000000000000005 00000002 0000000000000000")); err != nil {
+			t.Fatal(err)
+		}
+		readHex(t, c, "master handshake", fmt.Sprintf("00000001 0000000c %016x 00000004 00000004 %016x", end, 0))
+		readHex(t, c, "first transfer", javaTransfer(int(end), 0, 4, 0, end))
+		c.Close()
+	}
+}

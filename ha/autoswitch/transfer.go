@@ -22,20 +22,20 @@ func (s *Server) write(ctx context.Context, c *slave) {
 		c.handshakeDue = false
 		c.mu.Unlock()
 
-		if state == StateHandshake || request < 0 {
-			if due {
-				h := MasterHandshake{MaxOffset: s.cfg.Log.MaxOffset(), LastEpoch: s.cfg.Epochs.LastEpoch(), Entries: s.cfg.Epochs.Entries()}
-				if len(h.Entries) > MaxHandshakeEntries {
-					s.log.Warn().Int("entries", len(h.Entries)).Msg("more epoch entries than a handshake carries; sending the newest")
-				}
-				if err := s.send(c, AppendMasterHandshake(buf[:0], h), nil); err != nil {
-					s.drop(c, err)
-					return
-				}
-				lastWrite = time.Now()
-				s.log.Info().Str("slave", c.addr).Int64("maxOffset", h.MaxOffset).Int32("lastEpoch", h.LastEpoch).
-					Int("epochs", len(h.Entries)).Msg("handshake answered")
+		if due {
+			h := MasterHandshake{MaxOffset: s.cfg.Log.MaxOffset(), LastEpoch: s.cfg.Epochs.LastEpoch(), Entries: s.cfg.Epochs.Entries()}
+			if len(h.Entries) > MaxHandshakeEntries {
+				s.log.Warn().Int("entries", len(h.Entries)).Msg("more epoch entries than a handshake carries; sending the newest")
 			}
+			if err := s.send(c, AppendMasterHandshake(buf[:0], h), nil); err != nil {
+				s.drop(c, err)
+				return
+			}
+			lastWrite = time.Now()
+			s.log.Info().Str("slave", c.addr).Int64("maxOffset", h.MaxOffset).Int32("lastEpoch", h.LastEpoch).
+				Int("epochs", len(h.Entries)).Msg("handshake answered")
+		}
+		if state == StateHandshake || request < 0 {
 			select {
 			case <-ctx.Done():
 			case <-c.wake:
@@ -71,6 +71,10 @@ func (s *Server) write(ctx context.Context, c *slave) {
 			}
 			epoch = e
 			c.mu.Lock()
+			if c.state != StateTransfer || c.request != request || c.next >= 0 {
+				c.mu.Unlock() // a new handshake came: start over
+				continue
+			}
 			c.next = next
 			c.mu.Unlock()
 			s.log.Info().Str("slave", c.addr).Int64("from", next).Int32("epoch", e.Epoch).Msg("transferring the CommitLog to the slave")
