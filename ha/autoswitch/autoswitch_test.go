@@ -672,7 +672,8 @@ func TestBecomeMaster(t *testing.T) {
 		{name: "first", epoch: 1, start: 0, want: entries(1, 0)},
 		{name: "next", have: entries(1, 0), epoch: 3, start: 500, want: entries(1, 0, 3, 500)},
 		{name: "older epoch", have: entries(1, 0, 3, 500), epoch: 2, start: 900, refuse: true},
-		{name: "same epoch again", have: entries(1, 0, 3, 500), epoch: 3, start: 700, want: entries(1, 0, 3, 700)},
+		{name: "same epoch again", have: entries(1, 0, 3, 500), epoch: 3, start: 700, want: entries(1, 0, 3, 500)},
+		{name: "same epoch, its records lost", have: entries(1, 0, 3, 500), epoch: 3, start: 400, want: entries(1, 0, 3, 400)},
 		{name: "no record since the last epoch", have: entries(1, 0, 3, 500), epoch: 4, start: 500, want: entries(1, 0, 3, 500)},
 		{name: "epoch past the log's end", have: entries(1, 0, 3, 500, 4, 900), epoch: 5, start: 700, want: entries(1, 0, 3, 500, 5, 700)},
 	} {

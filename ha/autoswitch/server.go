@@ -101,7 +101,12 @@ func (c ServerConfig) withDefaults() ServerConfig {
 // BecomeMaster records in epochs that this broker is master from epoch
 // on, its records starting at startOffset (the CommitLog's end):
 // RocketMQ's changeToMaster. An epoch below the last one recorded is
-// refused; entries of epoch or above are replaced. When startOffset is
+// refused. The last epoch again (a master restarted in the same term,
+// RocketMQ's changeToMasterWhenLastRoleIsMaster) keeps its entry, where
+// RocketMQ moves its start to the log's end: the records this master took
+// in that epoch stay labelled with it, so its slaves, which recorded the
+// first start, agree with it up to its end instead of being cut at that
+// start and copying those records again. When startOffset is
 // not above the last entry's start (no record since that epoch began)
 // the entry is not added, as RocketMQ's appendEntry refuses it, and the
 // last epoch keeps labelling the records: that is logged, not an error.
@@ -115,10 +120,9 @@ func BecomeMaster(epochs *EpochCache, epoch int32, startOffset int64, log zerolo
 	if err := epochs.TruncateSuffixByOffset(startOffset + 1); err != nil {
 		return fmt.Errorf("become master in epoch %d: %w", epoch, err)
 	}
-	if epochs.LastEpoch() >= epoch {
-		if err := epochs.TruncateSuffixByEpoch(epoch); err != nil {
-			return fmt.Errorf("become master in epoch %d: %w", epoch, err)
-		}
+	if epochs.LastEpoch() == epoch {
+		log.Info().Int32("epoch", epoch).Msg("master again in the epoch the epoch file ends with: its entry stays")
+		return nil
 	}
 	err := epochs.Append(EpochEntry{Epoch: epoch, StartOffset: startOffset})
 	if errors.Is(err, ErrEpochOrder) {
