@@ -201,12 +201,14 @@ func (c *slave) poke() {
 // NewServer returns a server that listens once started.
 func NewServer(cfg ServerConfig) *Server {
 	cfg = cfg.withDefaults()
+	local := slices.Clone(cfg.SyncStateSet)
+	slices.Sort(local)
 	return &Server{
 		cfg:        cfg,
 		log:        cfg.Logger.With().Str("component", "autoswitch-ha").Logger(),
 		slaves:     map[*slave]struct{}{},
 		changed:    make(chan struct{}),
-		local:      slices.Clone(cfg.SyncStateSet),
+		local:      local,
 		caughtUp:   map[int64]time.Time{},
 		confirm:    -1,
 		notifyWake: make(chan struct{}, 1),
