@@ -116,4 +116,8 @@
 //	c := autoswitch.NewClient(autoswitch.ClientConfig{MasterAddr: haAddr, BrokerID: 2,
 //		Log: replica, Epochs: epochs})
 //	err = c.Run(ctx) // *CutError: restart with the CommitLog cut at its At
+//
+// Service does both, switching roles as the controller says
+// (ChangeToMaster, ChangeToSlave, SetMasterHAAddress), with the cut
+// reported through ServiceConfig.OnCut.
 package autoswitch
