@@ -230,6 +230,9 @@ func (c *Client) session(ctx context.Context, addr string) error {
 		}
 		for {
 			f, ok, err := r.Next()
+			if err != nil && f.State == StateReady {
+				err = fmt.Errorf("%w (a classic HA master, brokerRole ASYNC_MASTER or SYNC_MASTER without controller mode, speaks another protocol)", err)
+			}
 			if err != nil {
 				c.log.Error().Err(err).Str("master", addr).Msg("closing the connection of a master that broke the AutoSwitch HA protocol")
 				return err

@@ -6,8 +6,11 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/ha"
 
 	"github.com/rs/zerolog"
 )
@@ -214,4 +217,21 @@ func TestServerAnswersAHandshakeBeforeTransfers(t *testing.T) {
 		readHex(t, c, "first transfer", javaTransfer(int(end), 0, 4, 0, end))
 		c.Close()
 	}
+}
+
+// An AutoSwitch slave pointed at a classic master (package ha) is told
+// so, and so is the classic master's log.
+func TestClientRefusesAClassicMaster(t *testing.T) {
+	ml := openLog(t, logConfig(t.TempDir(), false))
+	appendN(t, ml, 0, 5, 0)
+	out := &syncLog{}
+	srv := ha.NewServer(ha.ServerConfig{Addr: "127.0.0.1:0", Log: ml, HeartbeatInterval: 50 * time.Millisecond, Logger: zerolog.New(out)})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	s := startSlave(t, srv.Addr().String(), 2, openLog(t, logConfig(t.TempDir(), true)), openEpochs(t, t.TempDir()))
+	waitFor(t, "the slave's refusal", func() bool {
+		return strings.Contains(s.out.String(), "a classic HA master")
+	})
 }
