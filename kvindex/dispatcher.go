@@ -898,6 +898,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		clear(d.compactRecs)
 		d.compactRecs = d.compactRecs[:0]
 	}()
+	// Records with an empty topic (noQueue): how many, the first's offset.
+	noTopic, firstNoTopic := 0, int64(0)
 	n := 0
 	for n < d.opts.MaxBatchRecords {
 		e, err := r.Next()
@@ -948,7 +950,13 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				d.addCode(queues, i, ent.Entry.TagsCode)
 			}
 		}
-		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex && !beforeDeletion {
+		if noQueue(&m) {
+			noTopic++
+			if noTopic == 1 {
+				firstNoTopic = e.Offset
+			}
+		}
+		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex && !beforeDeletion && !noQueue(&m) {
 			keys, _ := commitlog.LookupProperty(m.Properties, "KEYS")
 			uniq, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY")
 			kb.add(m.Topic, keys, uniq, e.Offset, m.StoreTimestamp)
@@ -982,6 +990,10 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}
 	if err := d.commitBatch(b, entries, end); err != nil {
 		return 0, err
+	}
+	if noTopic > 0 {
+		d.log.Warn().Int("records", noTopic).Int64("firstOffset", firstNoTopic).
+			Msg("CommitLog records with an empty topic are left out of the ConsumeQueue and the key index: no client can read such a topic")
 	}
 	d.passDeleted(end)
 	if len(queues) > 0 && d.next.Load() < d.opts.Log.MinOffset() {
@@ -1097,10 +1109,11 @@ func (d *Dispatcher) topicName(b []byte) string {
 }
 
 // entryOf is the ConsumeQueue entry of the record e decoded as m, if it
-// belongs in one: transaction halves and rollbacks do not.
+// belongs in one: transaction halves and rollbacks do not, nor a record
+// with an empty topic (noQueue).
 func (d *Dispatcher) entryOf(m *commitlog.Message, e commitlog.Entry) (cq.Dispatch, bool) {
 	tx := commitlog.TransactionType(m.SysFlag)
-	if tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit {
+	if tx != commitlog.TransactionNotType && tx != commitlog.TransactionCommit || noQueue(m) {
 		return cq.Dispatch{}, false
 	}
 	return cq.Dispatch{Topic: m.Topic, QueueID: m.QueueID, Entry: cq.Entry{
@@ -1111,6 +1124,17 @@ func (d *Dispatcher) entryOf(m *commitlog.Message, e commitlog.Entry) (cq.Dispat
 		StoreTimestamp: m.StoreTimestamp,
 	}}, true
 }
+
+// noQueue reports whether the record m names no queue: its topic is
+// empty. RocketMQ's decoder reads such a record (a topic length of 0) and
+// its dispatch files it under consumequeue/<queueId>/, where a topic's
+// directory goes, but every way in refuses an empty topic (send, pull,
+// query, topic creation: TopicValidator), so no client ever reads it, and
+// neither this package's encoder nor RocketMQ's send path writes one: it
+// comes from a foreign writer or damage. It is left out of every
+// ConsumeQueue layout (the file one cannot name its directory) and of the
+// key index; hooks still see it, as they see a deleted topic's records.
+func noQueue(m *commitlog.Message) bool { return m.Topic == "" }
 
 // entriesOf appends to out the ConsumeQueue entries of the record e
 // decoded as m: its own (entryOf) and, under MultiDispatch, one in each
