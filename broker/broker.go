@@ -47,7 +47,12 @@ type Broker struct {
 	// the start warns of its unrouted queues once the topics it creates
 	// itself exist (warnUnroutedQueues).
 	importedStore bool
-	log           zerolog.Logger
+	// importedWithoutCQ is set with importedStore when that first open
+	// found no consumequeue/ (moved aside): nothing told the topics
+	// RocketMQ had deleted from the ones its topics.json lost, and the
+	// queues of both were rebuilt from the CommitLog (warnUnroutedQueues).
+	importedWithoutCQ bool
+	log               zerolog.Logger
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
 	busyLog zerolog.Logger
@@ -827,6 +832,9 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpe
 		complete := clog.MaxOffset()
 		if info := clog.RecoveryInfo(); info.Abnormal {
 			complete = info.FirstScanned
+		}
+		if _, err := os.Stat(filepath.Join(root, "consumequeue")); errors.Is(err, os.ErrNotExist) {
+			b.importedWithoutCQ = true
 		}
 		var err error
 		if fileStarts, err = takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), clog.MinOffset(), clog.MaxOffset(), complete, b.component("import")); err != nil {

@@ -195,13 +195,19 @@ func mergeQueueTakeovers(a, b queueTakeover) queueTakeover {
 	return m
 }
 
+// withoutCQ says, in the refusal of a consumequeue/ the first open cannot
+// read, what a start without it loses: the offsets of queues retention
+// emptied, and the list of topics RocketMQ deleted (warnUnroutedQueues).
+const withoutCQ = "queues whose records retention deleted then restart at offset 0, and the records of topics RocketMQ had deleted come back " +
+	"into unrouted queues, named in a warning, until mqadmin cleanUnusedTopic drops them"
+
 // readFileQueues reads RocketMQ's file ConsumeQueue under root as
 // RocketMQ's start would serve it over the CommitLog [minPhy, endPhy);
 // withKV says whether the KV ConsumeQueue is written (for the warning of
 // a gap).
 func readFileQueues(root string, unitsPerFile int, minPhy, endPhy int64, withKV bool, log zerolog.Logger) (queueTakeover, error) {
 	fail := func(err error) error {
-		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
+		return fmt.Errorf("read the RocketMQ consumequeue of %s (move it aside to start without it: %s): %w", root, withoutCQ, err)
 	}
 	files, err := filecq.OpenReadOnly(filecq.Options{Dir: root, UnitsPerFile: unitsPerFile, Logger: log})
 	if err != nil {
@@ -339,7 +345,7 @@ func readRocksDBQueues(root string, minPhy, endPhy int64, log zerolog.Logger) (q
 	log.Info().Str("dir", dir).Msg("reading RocketMQ's RocksDB ConsumeQueue for where its queues begin and end")
 	v, err := rocksdbcq.Read(dir, minPhy, endPhy)
 	if err != nil {
-		return queueTakeover{}, fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: queues whose records retention deleted then restart at offset 0): %w", root, err)
+		return queueTakeover{}, fmt.Errorf("read the RocketMQ RocksDB consumequeue of %s (move it aside to start without it: %s): %w", root, withoutCQ, err)
 	}
 	if v.Foreign > 0 || v.Orphans > 0 {
 		log.Warn().Str("dir", dir).Int("foreignRecords", v.Foreign).Int("unitsWithoutQueue", v.Orphans).
@@ -766,10 +772,14 @@ func (b *Broker) warnUnroutedQueues() error {
 		return fmt.Errorf("list the queues of the imported store: %w", err)
 	}
 	var lookupErr error
+	noConfig := 0
 	lines := rmqconfig.UnroutedQueues(queues, func(topic string) (int, bool) {
 		tc, ok, err := b.topics.get(topic)
 		if err != nil {
 			lookupErr = err
+		}
+		if !ok {
+			noConfig++
 		}
 		return tc.ReadQueueNums, ok
 	})
@@ -780,5 +790,23 @@ func (b *Broker) warnUnroutedQueues() error {
 	for _, line := range lines {
 		log.Warn().Str("root", b.cfg.StorePathRootDir).Msg("in the RocketMQ store: " + line)
 	}
+	if noConfig > 0 && b.importedWithoutCQ {
+		log.Warn().Str("root", b.cfg.StorePathRootDir).Msg(withoutCQDeletedTopics)
+	}
 	return nil
 }
+
+// withoutCQDeletedTopics is the warning of a first open without
+// consumequeue/ that found topics without a config. With consumequeue/ the
+// first open tells the topics RocketMQ deleted (no queues there) and
+// drops their queues (dropRocketMQDeletedTopics); without it a topic
+// without a config may be one RocketMQ deleted or one whose config
+// topics.json lost, and its queues are kept: dropped, the messages of the
+// second would be lost for good. RocketMQ itself keeps them in a file
+// ConsumeQueue rebuilt from the CommitLog; its RocksDB ConsumeQueue drops
+// them within the hour (cleanRocksDBDirtyCQIntervalMin), as
+// cleanUnusedTopic does here.
+const withoutCQDeletedTopics = "in the RocketMQ store: its first open found no consumequeue/ (moved aside), which tells the topics RocketMQ had deleted: " +
+	"a topic named above as having no topic config may be one, its deleted messages rebuilt from the CommitLog into its queues; " +
+	"it stays unrouted, and a topic created under its name would serve them; drop such queues with mqadmin cleanUnusedTopic " +
+	"(every topic without a config; RocketMQ's RocksDB ConsumeQueue drops them itself within the hour) or create the topics whose config was lost"

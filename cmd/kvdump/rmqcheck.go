@@ -402,7 +402,7 @@ func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, con
 // for example, refuse the store.
 func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, error) {
 	fail := func(err error) error {
-		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0): %w", err)
+		return fmt.Errorf("the consumequeue cannot be read (move it aside: queues whose records retention deleted then restart at offset 0, and the records of topics RocketMQ had deleted come back into unrouted queues until mqadmin cleanUnusedTopic drops them): %w", err)
 	}
 	// RocketMQ's RocksDB ConsumeQueue, alone or beside the file one (its
 	// double write, or a file one left behind): as the first open, with
