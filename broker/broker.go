@@ -837,7 +837,14 @@ func (b *Broker) openConsumeQueues(db *kvindex.DB, clog *commitlog.Log, firstOpe
 			b.importedWithoutCQ = true
 		}
 		var err error
-		if fileStarts, err = takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), clog.MinOffset(), clog.MaxOffset(), complete, b.component("import")); err != nil {
+		fileLayout := "" // the setting that writes the file layout
+		switch {
+		case readFile:
+			fileLayout = "storeType=" + configs.StoreTypeFile
+		case b.cfg.CQDoubleWrite:
+			fileLayout = "rocksdbCQDoubleWriteEnable=true"
+		}
+		if fileStarts, err = takeOverRocketMQQueues(db, b.kvCQ, root, unitsPerFile(), clog.MinOffset(), clog.MaxOffset(), complete, fileLayout, b.component("import")); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -101,7 +102,15 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 // lost a queue's newest entries while another queue's reached the disk.
 // A queue's records are left out only below it: RocketMQ's recovery
 // dispatches every record from there on again.
-func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy, complete int64, log zerolog.Logger) (fileStarts []kvindex.QueueStart, err error) {
+//
+// fileLayout names the setting that has the file layout written
+// ("storeType=file", "rocksdbCQDoubleWriteEnable=true"), "" when it is
+// not: it serves RocketMQ's files as they are, so with both ConsumeQueues
+// a file one left behind below queue offsets the CommitLog no longer
+// holds the records of is refused (checkFilesNotBehind). fileStarts are
+// the queues whose records retention deleted, for the file layout's
+// queues without files (seedFileStarts).
+func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsPerFile int, minPhy, endPhy, complete int64, fileLayout string, log zerolog.Logger) (fileStarts []kvindex.QueueStart, err error) {
 	dir := filepath.Join(root, "consumequeue")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -131,9 +140,16 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 		if err != nil {
 			return nil, err
 		}
+		if fileLayout != "" {
+			if err := checkFilesNotBehind(f, r, dir, fileLayout); err != nil {
+				return nil, err
+			}
+		}
 		log.Info().Str("dir", dir).Msg("RocketMQ's file and RocksDB ConsumeQueues are both here: the queues keep what either holds")
-		// RocketMQ's files stay where they are: a file layout serves them.
-		return nil, mergeQueueTakeovers(f, r).record(db, cqs, minPhy, complete, log)
+		// RocketMQ's files stay where they are: a file layout serves them,
+		// and its queues without files start where the merge says.
+		m := mergeQueueTakeovers(f, r)
+		return m.starts, m.record(db, cqs, minPhy, complete, log)
 	default:
 		f, err := readFileQueues(root, unitsPerFile, minPhy, endPhy, cqs != nil, log)
 		if err != nil {
@@ -147,14 +163,70 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 // queueTakeover is what a first open learns from a RocketMQ ConsumeQueue
 // (takeOverRocketMQQueues): the queues whose records retention deleted
 // (starts), each topic's first entry (firsts: its CommitLog offset) and
-// each queue's (begins), the topics it held, and the end of its newest
-// entry (dispatched: RocketMQ dispatches again from there).
+// each queue's (begins), the topics it held, the end of its newest entry
+// (dispatched: RocketMQ dispatches again from there), and each queue's
+// bounds over the CommitLog as RocketMQ's start would serve them
+// (bounds: minimum, maximum; not merged).
 type queueTakeover struct {
 	starts     []kvindex.QueueStart
 	firsts     map[string]int64
 	begins     map[string]map[int32]kvindex.QueueBegin
 	topics     []string
 	dispatched int64
+	bounds     map[string]map[int32][2]int64
+}
+
+// setBounds records a queue's bounds.
+func (t *queueTakeover) setBounds(topic string, qid int32, lo, hi int64) {
+	if t.bounds == nil {
+		t.bounds = map[string]map[int32][2]int64{}
+	}
+	if t.bounds[topic] == nil {
+		t.bounds[topic] = map[int32][2]int64{}
+	}
+	t.bounds[topic][qid] = [2]int64{lo, hi}
+}
+
+// maxBehindNamed bounds the queues a refusal of checkFilesNotBehind names.
+const maxBehindNamed = 10
+
+// checkFilesNotBehind refuses, when the file layout is written (by the
+// setting fileLayout) over both of RocketMQ's ConsumeQueues in dir, a file
+// one (files) left behind by the RocksDB one (rocks) where the file
+// layout cannot go on from it: a queue whose files end below the RocksDB
+// one's end and below its first record the CommitLog still holds (its
+// minimum). The file layout serves RocketMQ's files as they are: it
+// would number the queue's next message from the files' end, below the
+// offsets RocketMQ gave and its consumers hold, and append the records
+// still there at the files' end, not at their offsets. Where the records
+// from the files' end on are all in the CommitLog, dispatch writes them
+// at their offsets, and a queue without files starts at its first record
+// or is seeded (seedFileStarts): neither is refused.
+func checkFilesNotBehind(files, rocks queueTakeover, dir, fileLayout string) error {
+	var behind []string
+	n := 0
+	for _, topic := range slices.Sorted(maps.Keys(rocks.bounds)) {
+		qs := rocks.bounds[topic]
+		for _, qid := range slices.Sorted(maps.Keys(qs)) {
+			rb := qs[qid]
+			fb, ok := files.bounds[topic][qid]
+			if !ok || rb[1] <= fb[1] || rb[0] <= fb[1] {
+				continue
+			}
+			n++
+			if len(behind) < maxBehindNamed {
+				behind = append(behind, fmt.Sprintf("%s/%d (files end at %d, RocksDB ConsumeQueue at %d, CommitLog records from %d)", topic, qid, fb[1], rb[1], rb[0]))
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s over %s: its file ConsumeQueue was left behind by the RocksDB one beside it in %d queues, %s: "+
+		"the file layout serves the files as they are and would number those queues' new messages from the files' end, below the offsets RocketMQ gave and its consumers hold, "+
+		"and the CommitLog no longer holds the records between; start with storeType=kv and rocksdbCQDoubleWriteEnable=false, "+
+		"or move the file ConsumeQueue's topic directories out of %s (its RocksDB files stay) to have the file layout written from the CommitLog with the RocksDB one's offsets",
+		fileLayout, dir, n, strings.Join(behind, ", "), dir)
 }
 
 // record writes t (recordRocketMQQueues).
@@ -228,6 +300,7 @@ func readFileQueues(root string, unitsPerFile int, minPhy, endPhy int64, withKV 
 	begins := map[string]map[int32]kvindex.QueueBegin{}
 	var topics []string
 	var dispatched int64 // the end of the newest entry: RocketMQ dispatches again from it
+	var bounds queueTakeover
 	var qerr error
 	err = files.Queues(func(topic string, qid int32) bool {
 		if len(topics) == 0 || topics[len(topics)-1] != topic {
@@ -253,6 +326,7 @@ func readFileQueues(root string, unitsPerFile int, minPhy, endPhy int64, withKV 
 				dispatched = max(dispatched, es[0].End())
 			}
 		}
+		bounds.setBounds(topic, qid, lo, hi)
 		if hi > 0 && lo >= hi {
 			starts = append(starts, kvindex.QueueStart{Topic: topic, QueueID: qid, Offset: hi})
 			return true
@@ -291,7 +365,7 @@ func readFileQueues(root string, unitsPerFile int, minPhy, endPhy int64, withKV 
 		}
 		warnConsumeQueueGap(log, g, minPhy, withKV)
 	}
-	return queueTakeover{starts: starts, firsts: firsts, begins: begins, topics: topics, dispatched: dispatched}, nil
+	return queueTakeover{starts: starts, firsts: firsts, begins: begins, topics: topics, dispatched: dispatched, bounds: bounds.bounds}, nil
 }
 
 // recordRocketMQQueues records what takeOverRocketMQQueues read from
@@ -357,8 +431,10 @@ func readRocksDBQueues(root string, minPhy, endPhy int64, log zerolog.Logger) (q
 		begins     = map[string]map[int32]kvindex.QueueBegin{}
 		topics     []string
 		dispatched int64
+		bounds     queueTakeover
 	)
 	for _, q := range v.Queues {
+		bounds.setBounds(q.Topic, q.QueueID, q.Min, q.Max)
 		topics = append(topics, q.Topic)
 		dispatched = max(dispatched, q.LastEnd)
 		if q.Max > 0 && q.Min >= q.Max {
@@ -377,7 +453,7 @@ func readRocksDBQueues(root string, minPhy, endPhy int64, log zerolog.Logger) (q
 		begins[q.Topic][q.QueueID] = kvindex.QueueBegin{Phy: q.FirstPhy, Offset: q.Min}
 	}
 	log.Info().Str("dir", dir).Int("queues", len(v.Queues)).Msg("read RocketMQ's RocksDB ConsumeQueue")
-	return queueTakeover{starts: starts, firsts: firsts, begins: begins, topics: topics, dispatched: dispatched}, nil
+	return queueTakeover{starts: starts, firsts: firsts, begins: begins, topics: topics, dispatched: dispatched, bounds: bounds.bounds}, nil
 }
 
 // seedFileStarts makes the file layout's queues in starts (queues whose

@@ -117,7 +117,7 @@ func TestAnUnreadableRocksDBConsumeQueueStopsTheFirstOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, zerolog.Nop())
+	_, err := takeOverRocketMQQueues(nil, nil, root, 300000, 0, 0, 0, "", zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "move it aside") || !strings.Contains(err.Error(), "cleanUnusedTopic drops them") {
 		t.Fatalf("first open over a damaged RocksDB consumequeue: %v, want an error saying to move it aside", err)
 	}
@@ -240,5 +240,113 @@ func TestOpenRocketMQStoreWithBothConsumeQueues(t *testing.T) {
 		if hi, err := b.cqs.MaxOffset("TopicA", int32(q)); err != nil || hi != want {
 			t.Errorf("TopicA/%d max offset %d %v, want %d", q, hi, err, want)
 		}
+	}
+}
+
+// staleFileQueueWithRocksDBBeside makes the fixture store hold RocketMQ's
+// file ConsumeQueue left behind and its RocksDB one beside it (as after a
+// move to storeType=defaultRocksDB): TopicB/0's file stops at offset 5
+// while the RocksDB one goes on to 9, and retention deleted the CommitLog
+// segments that held TopicB's records (those of offsets 5..8 among them).
+func staleFileQueueWithRocksDBBeside(t *testing.T) string {
+	t.Helper()
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.CopyFS(filepath.Join(store, "consumequeue"), os.DirFS(filepath.Join("..", "migrate", "rocksdbcq", "testdata", "consumequeue-4.9.8"))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(store, "consumequeue", "TopicB", "0", "00000000000000000000")
+	units, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(units[5*20:])
+	if err := os.WriteFile(path, units, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"00000000000000000000", "00000000000000016384", "00000000000000032768"} {
+		if err := os.Remove(filepath.Join(store, "commitlog", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return store
+}
+
+// With a file ConsumeQueue left behind beside RocketMQ's RocksDB one, a
+// queue whose file ends (5) below the RocksDB one's offsets while the
+// CommitLog no longer holds the records between cannot be served by the
+// file layout as RocketMQ's files are: storeType=file numbered the next
+// message 5, below the consumers' offset 9, and the double write put it
+// at 5 in the files while the Pebble ConsumeQueue gave it 9. The start
+// refuses it, naming the setting and the queue; a start as the refusal
+// says then numbers the next message 9: with storeType=kv, or with the
+// file ConsumeQueue's topic directories moved out (the file layout is
+// then written from the CommitLog, seeded by the RocksDB one).
+func TestStaleFileConsumeQueueBesideTheRocksDBOneRefusesTheFileLayout(t *testing.T) {
+	for _, tc := range []struct {
+		name, setting, value string
+	}{
+		{"file", "storeType", "file"},
+		{"double-write", "rocksdbCQDoubleWriteEnable", "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := staleFileQueueWithRocksDBBeside(t)
+			settings := map[string]string{"storePathRootDir": store, "listenPort": "0", "brokerIP1": "127.0.0.1",
+				"mappedFileSizeCommitLog": "16384", tc.setting: tc.value}
+			err := startError(t, settings)
+			if err == nil || !strings.Contains(err.Error(), tc.setting+"="+tc.value) || !strings.Contains(err.Error(), "TopicB/0 (files end at 5") {
+				t.Fatalf("start with %s=%s over a stale file ConsumeQueue: %v, want a refusal naming the setting and TopicB/0", tc.setting, tc.value, err)
+			}
+			next := map[string]string{"mappedFileSizeCommitLog": "16384"}
+			if tc.name == "file" {
+				moveFileQueuesAside(t, store)
+				next["storeType"] = "file"
+			}
+			b := startTestBrokerAt(t, store, next)
+			if resp := mustSend(t, b.client(nil), "TopicB", 0, "after the move", ""); header(t, resp, "queueOffset") != 9 {
+				t.Fatalf("%v after the refusal: a new TopicB/0 message got queue offset %s, want 9", next, resp.ExtFields["queueOffset"])
+			}
+		})
+	}
+}
+
+// moveFileQueuesAside moves the topic directories of the store's file
+// ConsumeQueue out of consumequeue/, leaving its RocksDB files there.
+func moveFileQueuesAside(t *testing.T, store string) {
+	t.Helper()
+	dir := filepath.Join(store, "consumequeue")
+	aside := filepath.Join(store, "consumequeue-files")
+	if err := os.Mkdir(aside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			if err := os.Rename(filepath.Join(dir, e.Name()), filepath.Join(aside, e.Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// With both of RocketMQ's ConsumeQueues, a queue the files lack (a topic
+// created after the move to the RocksDB one) whose records retention
+// deleted stands, in the file layout, where the RocksDB one says, as
+// with the RocksDB one alone: storeType=file numbered TopicB/0's next
+// message 0 and TopicB/1 stood at 0, below GroupB's offsets.
+func TestFileLayoutOverBothConsumeQueuesSeedsTheQueuesTheFilesLack(t *testing.T) {
+	store := staleFileQueueWithRocksDBBeside(t)
+	if err := os.RemoveAll(filepath.Join(store, "consumequeue", "TopicB")); err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384", "storeType": "file"})
+	c := b.client(nil)
+	if r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "TopicB", "queueId": "1"}, nil); header(t, r, "offset") != 13 {
+		t.Errorf("TopicB/1 max offset %v, want the RocksDB ConsumeQueue's 13", r.ExtFields)
+	}
+	if resp := mustSend(t, c, "TopicB", 0, "after the move", ""); header(t, resp, "queueOffset") != 9 {
+		t.Fatalf("a new TopicB/0 message got queue offset %s, want 9", resp.ExtFields["queueOffset"])
 	}
 }
