@@ -142,6 +142,10 @@ type rocketmqCheck struct {
 	// such topics that have records and no files, WithoutFilesKept their
 	// records from the topic's first entry on, which the first open
 	// serves. StoreWarnings says what they are.
+	// EmptyTopicRecords counts the CommitLog records with an empty topic,
+	// which every layout leaves out of the ConsumeQueue and the key index
+	// (no client can read such a topic), not counted as a deleted topic's.
+	EmptyTopicRecords  int      `json:"emptyTopicRecords,omitempty"`
 	ConsumeQueueGaps   int      `json:"consumeQueueGaps"`
 	EntriesPastLogEnd  int      `json:"entriesPastLogEnd"`
 	DroppedTopics      int      `json:"droppedTopics"`
@@ -315,6 +319,10 @@ func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, con
 		if err != nil {
 			return fmt.Errorf("record at %d: %w", e.Offset, err)
 		}
+		if m.Topic == "" {
+			r.EmptyTopicRecords++
+			continue
+		}
 		_, known := view.queues[m.Topic]
 		_, hasConfig := configured[m.Topic]
 		switch {
@@ -342,6 +350,10 @@ func (r *rocketmqCheck) countDeletedTopics(segDir, root string, view cqView, con
 				noFilesKept[q]++
 			}
 		}
+	}
+	if r.EmptyTopicRecords > 0 {
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("%d CommitLog records have an empty topic (a foreign writer's or damage; no client can read such a topic): "+
+			"the first open leaves them out of the ConsumeQueue and the key index", r.EmptyTopicRecords))
 	}
 	upTo := ""
 	if _, err := os.Stat(filepath.Join(root, "abort")); err == nil {
