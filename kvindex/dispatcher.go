@@ -1128,10 +1128,11 @@ func (d *Dispatcher) entryOf(m *commitlog.Message, e commitlog.Entry) (cq.Dispat
 // noQueue reports whether the record m names no queue: its topic is
 // empty. RocketMQ's decoder reads such a record (a topic length of 0) and
 // its dispatch files it under consumequeue/<queueId>/, where a topic's
-// directory goes, but every way in refuses an empty topic (send, pull,
-// query, topic creation: TopicValidator), so no client ever reads it, and
-// neither this package's encoder nor RocketMQ's send path writes one: it
-// comes from a foreign writer or damage. It is left out of every
+// directory goes, but no client reaches it: a send and a topic's creation
+// refuse a blank topic (TopicValidator), a pull needs the topic's config
+// and a client's query its route, which it cannot have. Neither this
+// package's encoder nor RocketMQ's send path writes one: it comes from a
+// foreign writer or damage. It is left out of every
 // ConsumeQueue layout (the file one cannot name its directory) and of the
 // key index; hooks still see it, as they see a deleted topic's records.
 func noQueue(m *commitlog.Message) bool { return m.Topic == "" }
