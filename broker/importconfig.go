@@ -166,25 +166,25 @@ func takeOverRocketMQQueues(db *kvindex.DB, cqs *kvindex.CQ, root string, unitsP
 // each queue's (begins), the topics it held, the end of its newest entry
 // (dispatched: RocketMQ dispatches again from there), and each queue's
 // bounds over the CommitLog as RocketMQ's start would serve them
-// (bounds: minimum, maximum; not merged).
+// (bounds; not merged).
 type queueTakeover struct {
 	starts     []kvindex.QueueStart
 	firsts     map[string]int64
 	begins     map[string]map[int32]kvindex.QueueBegin
 	topics     []string
 	dispatched int64
-	bounds     map[string]map[int32][2]int64
+	bounds     map[string]map[int32]kvindex.QueueBounds
 }
 
 // setBounds records a queue's bounds.
 func (t *queueTakeover) setBounds(topic string, qid int32, lo, hi int64) {
 	if t.bounds == nil {
-		t.bounds = map[string]map[int32][2]int64{}
+		t.bounds = map[string]map[int32]kvindex.QueueBounds{}
 	}
 	if t.bounds[topic] == nil {
-		t.bounds[topic] = map[int32][2]int64{}
+		t.bounds[topic] = map[int32]kvindex.QueueBounds{}
 	}
-	t.bounds[topic][qid] = [2]int64{lo, hi}
+	t.bounds[topic][qid] = kvindex.QueueBounds{Min: lo, Max: hi}
 }
 
 // maxBehindNamed bounds the queues a refusal of checkFilesNotBehind names.
@@ -193,40 +193,25 @@ const maxBehindNamed = 10
 // checkFilesNotBehind refuses, when the file layout is written (by the
 // setting fileLayout) over both of RocketMQ's ConsumeQueues in dir, a file
 // one (files) left behind by the RocksDB one (rocks) where the file
-// layout cannot go on from it: a queue whose files end below the RocksDB
-// one's end and below its first record the CommitLog still holds (its
-// minimum). The file layout serves RocketMQ's files as they are: it
-// would number the queue's next message from the files' end, below the
-// offsets RocketMQ gave and its consumers hold, and append the records
-// still there at the files' end, not at their offsets. Where the records
-// from the files' end on are all in the CommitLog, dispatch writes them
-// at their offsets, and a queue without files starts at its first record
-// or is seeded (seedFileStarts): neither is refused.
+// layout cannot go on from it (kvindex.FileQueuesBehind): the file layout
+// serves RocketMQ's files as they are. Where the records from the files'
+// end on are all in the CommitLog, dispatch writes them at their
+// offsets, and a queue without files starts at its first record or is
+// seeded (seedFileStarts): neither is refused.
 func checkFilesNotBehind(files, rocks queueTakeover, dir, fileLayout string) error {
-	var behind []string
-	n := 0
-	for _, topic := range slices.Sorted(maps.Keys(rocks.bounds)) {
-		qs := rocks.bounds[topic]
-		for _, qid := range slices.Sorted(maps.Keys(qs)) {
-			rb := qs[qid]
-			fb, ok := files.bounds[topic][qid]
-			if !ok || rb[1] <= fb[1] || rb[0] <= fb[1] {
-				continue
-			}
-			n++
-			if len(behind) < maxBehindNamed {
-				behind = append(behind, fmt.Sprintf("%s/%d (files end at %d, RocksDB ConsumeQueue at %d, CommitLog records from %d)", topic, qid, fb[1], rb[1], rb[0]))
-			}
-		}
-	}
-	if n == 0 {
+	behind := kvindex.FileQueuesBehind(files.bounds, rocks.bounds)
+	if len(behind) == 0 {
 		return nil
+	}
+	var names []string
+	for _, q := range behind[:min(len(behind), maxBehindNamed)] {
+		names = append(names, q.String())
 	}
 	return fmt.Errorf("%s over %s: its file ConsumeQueue was left behind by the RocksDB one beside it in %d queues, %s: "+
 		"the file layout serves the files as they are and would number those queues' new messages from the files' end, below the offsets RocketMQ gave and its consumers hold, "+
 		"and the CommitLog no longer holds the records between; start with storeType=kv and rocksdbCQDoubleWriteEnable=false, "+
 		"or move the file ConsumeQueue's topic directories out of %s (its RocksDB files stay) to have the file layout written from the CommitLog with the RocksDB one's offsets",
-		fileLayout, dir, n, strings.Join(behind, ", "), dir)
+		fileLayout, dir, len(behind), strings.Join(names, ", "), dir)
 }
 
 // record writes t (recordRocketMQQueues).

@@ -44,6 +44,53 @@ type QueueBegin struct {
 	Phy, Offset int64
 }
 
+// QueueBounds is a queue's minimum and maximum offsets in one of a RocketMQ
+// store's ConsumeQueues, over its CommitLog, as RocketMQ's start would
+// serve them.
+type QueueBounds struct {
+	Min, Max int64
+}
+
+// FileQueueBehind is a queue of a RocketMQ store's file ConsumeQueue left
+// behind by the RocksDB one beside it (FileQueuesBehind): its files end
+// at FilesEnd, the RocksDB one at RocksEnd, and the first record of the
+// queue the CommitLog still holds is at RocksMin.
+type FileQueueBehind struct {
+	Topic                        string
+	QueueID                      int32
+	FilesEnd, RocksEnd, RocksMin int64
+}
+
+// FileQueuesBehind lists, by topic and queue id, the queues whose files
+// (files) end below both the RocksDB ConsumeQueue's end and its minimum
+// (rocks): the CommitLog no longer holds the records between, so a file
+// layout serving the files as they are would number the queue's next
+// message from the files' end, below the offsets RocketMQ gave, and put
+// the records still there at the files' end, not at their offsets. The
+// first open refuses the file layout over such a store, and kvdump's
+// check says so. Queues without files are not listed: they start at
+// their first record, or where the RocksDB one says.
+func FileQueuesBehind(files, rocks map[string]map[int32]QueueBounds) []FileQueueBehind {
+	var behind []FileQueueBehind
+	for _, topic := range slices.Sorted(maps.Keys(rocks)) {
+		qs := rocks[topic]
+		for _, qid := range slices.Sorted(maps.Keys(qs)) {
+			r := qs[qid]
+			f, ok := files[topic][qid]
+			if !ok || r.Max <= f.Max || r.Min <= f.Max {
+				continue
+			}
+			behind = append(behind, FileQueueBehind{Topic: topic, QueueID: qid, FilesEnd: f.Max, RocksEnd: r.Max, RocksMin: r.Min})
+		}
+	}
+	return behind
+}
+
+// String names the queue and its offsets, for a refusal or a report.
+func (b FileQueueBehind) String() string {
+	return fmt.Sprintf("%s/%d (files end at %d, RocksDB ConsumeQueue at %d, CommitLog records from %d)", b.Topic, b.QueueID, b.FilesEnd, b.RocksEnd, b.RocksMin)
+}
+
 // KeepEarlierBeginnings adds to firsts (topic -> CommitLog offset of its
 // first record) and begins (each queue's QueueBegin), read from one of a
 // RocketMQ store's ConsumeQueues, those of its other one, keeping the

@@ -142,6 +142,11 @@ type rocketmqCheck struct {
 	// such topics that have records and no files, WithoutFilesKept their
 	// records from the topic's first entry on, which the first open
 	// serves. StoreWarnings says what they are.
+	// FilesBehind counts the queues of a file ConsumeQueue left behind by
+	// the RocksDB one beside it that the file layout cannot go on from
+	// (kvindex.FileQueuesBehind): the first open refuses storeType=file
+	// and the double write over such a store.
+	FilesBehind int `json:"filesBehind,omitempty"`
 	// EmptyTopicRecords counts the CommitLog records with an empty topic,
 	// which every layout leaves out of the ConsumeQueue and the key index
 	// (no client can read such a topic), not counted as a deleted topic's.
@@ -251,11 +256,38 @@ type cqView struct {
 	gaps   []filecq.Gap
 	// cut counts the entries past the CommitLog's end per queue.
 	cut map[string]int64
+	// bounds are each queue's bounds in the ConsumeQueue read (the file
+	// one's with both), filesBehind the queues a file ConsumeQueue left
+	// behind by the RocksDB one beside it cannot go on from
+	// (kvindex.FileQueuesBehind).
+	bounds      map[string]map[int32]kvindex.QueueBounds
+	filesBehind []kvindex.FileQueueBehind
+}
+
+// setBounds records a queue's bounds.
+func (v *cqView) setBounds(topic string, qid int32, lo, hi int64) {
+	if v.bounds == nil {
+		v.bounds = map[string]map[int32]kvindex.QueueBounds{}
+	}
+	if v.bounds[topic] == nil {
+		v.bounds[topic] = map[int32]kvindex.QueueBounds{}
+	}
+	v.bounds[topic][qid] = kvindex.QueueBounds{Min: lo, Max: hi}
 }
 
 // reportConsumeQueue adds what readConsumeQueue found that the first open
 // warns about or changes.
 func (r *rocketmqCheck) reportConsumeQueue(v cqView) {
+	if len(v.filesBehind) > 0 {
+		r.FilesBehind = len(v.filesBehind)
+		var qs []string
+		for _, q := range v.filesBehind {
+			qs = append(qs, q.String())
+		}
+		r.StoreWarnings = append(r.StoreWarnings, fmt.Sprintf("the file ConsumeQueue was left behind by the RocksDB one beside it in %d queues whose records between retention deleted: "+
+			"the first open refuses storeType=file and rocksdbCQDoubleWriteEnable=true (the files would number new messages below the offsets RocketMQ gave); "+
+			"open it with storeType=kv, or move the file ConsumeQueue's topic directories out of consumequeue/ first: %s", r.FilesBehind, firstNames(qs)))
+	}
 	if len(v.gaps) > 0 {
 		var runs []string
 		for _, g := range v.gaps {
@@ -473,6 +505,7 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 		if lo, qerr = files.MinOffset(topic, qid); qerr == nil {
 			hi, qerr = files.MaxOffset(topic, qid)
 		}
+		v.setBounds(topic, qid, lo, hi)
 		if qerr == nil && lo < hi {
 			var es []cq.Entry
 			if es, qerr = files.Get(topic, qid, lo, 1); qerr == nil && len(es) == 1 {
@@ -508,6 +541,7 @@ func readConsumeQueue(root string, logMin, logEnd int64, logRead bool) (cqView, 
 	}
 	v.forgetFirstsAtOrBelow(logMin)
 	if rocks != nil {
+		v.filesBehind = kvindex.FileQueuesBehind(v.bounds, rocks.bounds)
 		v.keepWhatEitherKeeps(*rocks)
 	}
 	return v, nil
@@ -540,6 +574,7 @@ func readRocksDBConsumeQueue(dir string, logMin, logEnd int64) (cqView, error) {
 	}
 	v := cqView{queues: map[string]int32{}, firsts: map[string]int64{}, begins: map[string]map[int32]kvindex.QueueBegin{}, cut: map[string]int64{}}
 	for _, q := range rv.Queues {
+		v.setBounds(q.Topic, q.QueueID, q.Min, q.Max)
 		if top, ok := v.queues[q.Topic]; !ok || q.QueueID > top {
 			v.queues[q.Topic] = q.QueueID
 		}

@@ -431,3 +431,40 @@ func TestCheckRocketMQWithBothConsumeQueues(t *testing.T) {
 		t.Fatalf("check with both ConsumeQueues:\n%s\nwith the file one alone:\n%s", jb, ja)
 	}
 }
+
+// A file ConsumeQueue left behind beside RocketMQ's RocksDB one, where a
+// queue's files (TopicB/0, ending at 5) stop below the RocksDB one's
+// offsets (9) whose records retention deleted: the check says the first
+// open refuses storeType=file and the double write over it
+// (TestStaleFileConsumeQueueBesideTheRocksDBOneRefusesTheFileLayout), and
+// what to do instead.
+func TestCheckRocketMQFileConsumeQueueLeftBehind(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.CopyFS(filepath.Join(store, "consumequeue"), os.DirFS(filepath.Join("..", "..", "migrate", "rocksdbcq", "testdata", "consumequeue-4.9.8"))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(store, "consumequeue", "TopicB", "0", "00000000000000000000")
+	units, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(units[5*filecq.UnitSize:])
+	if err := os.WriteFile(path, units, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"00000000000000000000", "00000000000000016384", "00000000000000032768"} {
+		if err := os.Remove(filepath.Join(store, "commitlog", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{"the first open refuses storeType=file and rocksdbCQDoubleWriteEnable=true",
+		"TopicB/0 (files end at 5, RocksDB ConsumeQueue at 9, CommitLog records from 9)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "TopicB/1 (") || strings.Contains(out, "TopicA/") {
+		t.Errorf("a queue whose files are not behind is named:\n%s", out)
+	}
+}
