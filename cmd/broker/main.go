@@ -29,7 +29,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
 
@@ -108,13 +107,14 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
-// rocketmqLongFlags are mqbroker's long option names, as its scripts and
+// rocketmqLongFlags are mqbroker's options, as its scripts and
 // operators write them, with the flag each one is here.
 var rocketmqLongFlags = map[string]string{
 	"--configFile":           "--config",
 	"--namesrvAddr":          "--namesrv-addr",
 	"--printConfigItem":      "--print-config",
 	"--printImportantConfig": "--print-important",
+	"-pc":                    "--proxy-config",
 }
 
 // rocketmqArgs rewrites the flags of RocketMQ's mqbroker that a flag
@@ -123,23 +123,7 @@ var rocketmqLongFlags = map[string]string{
 // names (--configFile, --namesrvAddr, --printConfigItem,
 // --printImportantConfig).
 func rocketmqArgs(args []string) []string {
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		name, value, hasValue := strings.Cut(a, "=")
-		switch {
-		case name == "-pc":
-			out = append(out, "--proxy-config"+strings.TrimPrefix(a, "-pc"))
-		case rocketmqLongFlags[name] != "":
-			if hasValue {
-				out = append(out, rocketmqLongFlags[name]+"="+value)
-			} else {
-				out = append(out, rocketmqLongFlags[name])
-			}
-		default:
-			out = append(out, a)
-		}
-	}
-	return out
+	return cliflags.RocketMQArgs(args, rocketmqLongFlags)
 }
 
 // importantKeys are the keys RocketMQ 5.3 marks @ImportantField, which

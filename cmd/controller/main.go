@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -107,19 +106,7 @@ var rocketmqLongFlags = map[string]string{
 // rocketmqArgs rewrites mqcontroller's long option names into this
 // command's flags.
 func rocketmqArgs(args []string) []string {
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		name, value, hasValue := strings.Cut(a, "=")
-		switch flag, ok := rocketmqLongFlags[name]; {
-		case !ok:
-			out = append(out, a)
-		case hasValue:
-			out = append(out, flag+"="+value)
-		default:
-			out = append(out, flag)
-		}
-	}
-	return out
+	return cliflags.RocketMQArgs(args, rocketmqLongFlags)
 }
 
 // printConfig writes the configuration that would run as key=value lines.

@@ -23,7 +23,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -115,19 +114,7 @@ var rocketmqLongFlags = map[string]string{
 // rocketmqArgs rewrites mqnamesrv's long option names, in "--name value"
 // or "--name=value" form, into this command's flags.
 func rocketmqArgs(args []string) []string {
-	out := make([]string, 0, len(args))
-	for _, a := range args {
-		name, value, hasValue := strings.Cut(a, "=")
-		switch flag, ok := rocketmqLongFlags[name]; {
-		case !ok:
-			out = append(out, a)
-		case hasValue:
-			out = append(out, flag+"="+value)
-		default:
-			out = append(out, flag)
-		}
-	}
-	return out
+	return cliflags.RocketMQArgs(args, rocketmqLongFlags)
 }
 
 // ignoredNamesrvAddr is the line that tells -n's value is not used.

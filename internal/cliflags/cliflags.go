@@ -85,3 +85,25 @@ func Overrides(f *pflag.FlagSet, sets []string, listen Listen, keys ...KeyFlag) 
 	}
 	return out, nil
 }
+
+// RocketMQArgs rewrites the options of RocketMQ's start scripts that a
+// flag parser would read differently or not at all into this binary's
+// flags: each argument whose name (the part before any '=') is a key of
+// long becomes long's flag, keeping "=value"; every other argument is
+// left as it is. Short options such as mqbroker's "-pc", which pflag
+// would read as -p and -c, are rewritten the same way.
+func RocketMQArgs(args []string, long map[string]string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		name, value, hasValue := strings.Cut(a, "=")
+		switch flag, ok := long[name]; {
+		case !ok:
+			out = append(out, a)
+		case hasValue:
+			out = append(out, flag+"="+value)
+		default:
+			out = append(out, flag)
+		}
+	}
+	return out
+}

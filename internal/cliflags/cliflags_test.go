@@ -3,6 +3,7 @@ package cliflags
 import (
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,22 @@ func TestOverrides(t *testing.T) {
 	}
 	if _, err := Overrides(g, nil, Listen{BindKey: "bind", PortKey: "port"}); err == nil || !strings.Contains(err.Error(), "--listen") {
 		t.Errorf("a bad --listen: %v", err)
+	}
+}
+
+func TestRocketMQArgs(t *testing.T) {
+	long := map[string]string{"--configFile": "--config", "-pc": "--proxy-config"}
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"--configFile", "b.conf", "-n", "x"}, []string{"--config", "b.conf", "-n", "x"}},
+		{[]string{"--configFile=b.conf"}, []string{"--config=b.conf"}},
+		{[]string{"-pc", "p.json", "-pc=q.json", "-p"}, []string{"--proxy-config", "p.json", "--proxy-config=q.json", "-p"}},
+		{[]string{"--config=--configFile"}, []string{"--config=--configFile"}},
+		{[]string{}, []string{}},
+	} {
+		if got := RocketMQArgs(tc.in, long); !slices.Equal(got, tc.want) {
+			t.Errorf("RocketMQArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
