@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,28 +33,6 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// freePort returns a loopback port nothing listens on, and checks the one
-// after it (a peer's raft port) is free too.
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1))
-		if err != nil {
-			continue
-		}
-		_ = l2.Close()
-		return port
-	}
-	t.Fatal("no free port pair")
-	return 0
 }
 
 // testConfig is a one-peer controller with quick timers, its store in dir
@@ -512,14 +489,14 @@ func TestBadRequests(t *testing.T) {
 // answer CONTROLLER_NOT_LEADER to writes and name the leader in their
 // metadata; the state written at the leader reaches every peer.
 func TestThreePeers(t *testing.T) {
-	ports := []int{freePort(t), 0, 0}
-	ports[1] = freePort(t)
+	ports := []int{testutil.FreePortPair(t), 0, 0}
+	ports[1] = testutil.FreePortPair(t)
 	for ports[1] == ports[0] || ports[1] == ports[0]+1 || ports[1]+1 == ports[0] {
-		ports[1] = freePort(t)
+		ports[1] = testutil.FreePortPair(t)
 	}
-	ports[2] = freePort(t)
+	ports[2] = testutil.FreePortPair(t)
 	for slices.Contains(ports[:2], ports[2]) || slices.Contains(ports[:2], ports[2]+1) || slices.Contains(ports[:2], ports[2]-1) {
-		ports[2] = freePort(t)
+		ports[2] = testutil.FreePortPair(t)
 	}
 	peers := fmt.Sprintf("n0-127.0.0.1:%d;n1-127.0.0.1:%d;n2-127.0.0.1:%d", ports[0], ports[1], ports[2])
 	var cs []*testController
@@ -633,7 +610,7 @@ func TestChangedPeersWarn(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Peers = fmt.Sprintf("n0-127.0.0.1:%d;n1-127.0.0.1:%d", freePort(t), freePort(t))
+	cfg.Peers = fmt.Sprintf("n0-127.0.0.1:%d;n1-127.0.0.1:%d", testutil.FreePortPair(t), testutil.FreePortPair(t))
 	c2 := startController(t, cfg, false)
 	waitFor(t, "the warning", func() bool { return strings.Contains(c2.logs.String(), "differs from the raft membership") })
 	if strings.Contains(c.logs.String(), "differs from the raft membership") {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/internal/clustertest"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // RocketMQ's "-pc FILE" reaches the proxy-config flag instead of being
@@ -77,7 +78,7 @@ func TestEnableProxyFollowsTheBrokersAddressServer(t *testing.T) {
 // query through its proxy answers its queues, then stops it.
 func runWithProxy(t *testing.T, nsAddr string, sets ...string) {
 	t.Helper()
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	pc := filepath.Join(t.TempDir(), "rmq-proxy.json")
 	if err := os.WriteFile(pc, fmt.Appendf(nil, `{"rocketMQClusterName":"DefaultCluster","grpcServerPort":%d,"bindAddress":"127.0.0.1"}`, port), 0o644); err != nil {
 		t.Fatal(err)
@@ -128,15 +129,4 @@ func runWithProxy(t *testing.T, nsAddr string, sets ...string) {
 	} else {
 		_ = l.Close()
 	}
-}
-
-// freePort returns a loopback port nothing listens on.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

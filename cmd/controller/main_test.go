@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,16 +22,6 @@ func TestMain(m *testing.M) {
 	testutil.RunAsMainOr(m, "CONTROLLER_TEST_AS_MAIN", main)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := newCommand()
@@ -48,7 +37,7 @@ func execute(t *testing.T, args ...string) (string, error) {
 // RocketMQ controller.properties, serves on its controllerDLegerPeers port,
 // hands out an id, stops on SIGTERM and has the id after a restart.
 func TestServesOnPeerPortAndKeepsState(t *testing.T) {
-	port := freePort(t)
+	port := testutil.FreePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	store := filepath.Join(t.TempDir(), "store")
 	conf := testutil.WriteFile(t, "controller.properties", "controllerDLegerGroup = group1\n"+
