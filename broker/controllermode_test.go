@@ -18,6 +18,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/controller"
+	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -341,7 +342,7 @@ func testControllerModeFailover(t *testing.T, notify bool, poll string) {
 		t.Fatalf("last switch %+v is not to master", last)
 	}
 	t.Logf("switch of the slave to master took %v", last.Took)
-	ef, err := openEpochFile(epochFilePath(b.sup.cfg))
+	ef, err := autoswitch.OpenEpochFile(epochFilePath(b.sup.cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"sync/atomic"
 
+	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -19,7 +19,7 @@ type ctlLink struct {
 	// registers with the name servers is 0 on a master).
 	id int64
 	// epochs is the broker's epoch file.
-	epochs *epochFile
+	epochs *autoswitch.EpochCache
 	// notify takes the role a controller announced
 	// (NOTIFY_BROKER_ROLE_CHANGED); it must not block.
 	notify func(replicaState)
@@ -33,21 +33,14 @@ type ctlLink struct {
 	syncSetSize atomic.Int32
 }
 
-// epochEntryJSON is RocketMQ's EpochEntry as it encodes it.
-type epochEntryJSON struct {
-	Epoch       int32 `json:"epoch"`
-	StartOffset int64 `json:"startOffset"`
-	EndOffset   int64 `json:"endOffset"`
-}
-
 // epochEntryCacheJSON is RocketMQ's EpochEntryCache (GET_BROKER_EPOCH_CACHE's
 // body).
 type epochEntryCacheJSON struct {
-	ClusterName string           `json:"clusterName"`
-	BrokerName  string           `json:"brokerName"`
-	BrokerID    int64            `json:"brokerId"`
-	EpochList   []epochEntryJSON `json:"epochList"`
-	MaxOffset   int64            `json:"maxOffset"`
+	ClusterName string                  `json:"clusterName"`
+	BrokerName  string                  `json:"brokerName"`
+	BrokerID    int64                   `json:"brokerId"`
+	EpochList   []autoswitch.EpochEntry `json:"epochList"`
+	MaxOffset   int64                   `json:"maxOffset"`
 }
 
 // processEpochCache answers GET_BROKER_EPOCH_CACHE as RocketMQ's
@@ -58,14 +51,12 @@ func (b *Broker) processEpochCache(_ context.Context, _ *remoting.Conn, req *rem
 	if b.ctl == nil {
 		return remoting.NewResponse(req, remoting.SystemError, "this request only for controllerMode ")
 	}
-	entries := b.ctl.epochs.Entries()
-	list := make([]epochEntryJSON, len(entries))
-	for i, e := range entries {
-		end := int64(math.MaxInt64)
-		if i+1 < len(entries) {
-			end = entries[i+1].StartOffset
+	list := b.ctl.epochs.Entries()
+	for i := range list {
+		list[i].EndOffset = autoswitch.NoEnd
+		if i+1 < len(list) {
+			list[i].EndOffset = list[i+1].StartOffset
 		}
-		list[i] = epochEntryJSON{Epoch: e.Epoch, StartOffset: e.StartOffset, EndOffset: end}
 	}
 	body, err := json.Marshal(epochEntryCacheJSON{ClusterName: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
 		BrokerID: b.cfg.BrokerID, EpochList: list, MaxOffset: b.clog.MaxOffset()})

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/ha/autoswitch"
 )
 
 // A controller-mode broker keeps the id its controller gave it in two small
@@ -53,7 +54,7 @@ func epochFilePath(cfg configs.Broker) string {
 	if cfg.StorePathEpochFile != "" {
 		return cfg.StorePathEpochFile
 	}
-	return filepath.Join(cfg.StorePathRootDir, "epochFileCheckpoint")
+	return filepath.Join(cfg.StorePathRootDir, autoswitch.EpochFileName)
 }
 
 // encode is the file's content: the fields joined by '#', with no

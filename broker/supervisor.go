@@ -17,6 +17,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -49,7 +50,7 @@ type Supervisor struct {
 	// the slaves).
 	peers  *remoting.ClientPool
 	addr   string // brokerIP1:listenPort, the address the controller knows
-	epochs *epochFile
+	epochs *autoswitch.EpochCache
 	id     int64
 	// inSync tells which slaves hold a master's log: the seam the
 	// AutoSwitch HA protocol replaces.
@@ -217,7 +218,7 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 			s.stopped.Store(true)
 		}
 	}()
-	if s.epochs, err = openEpochFile(epochFilePath(s.cfg)); err != nil {
+	if s.epochs, err = autoswitch.OpenEpochFile(epochFilePath(s.cfg)); err != nil {
 		return err
 	}
 	s.ctl.refreshAddresses(ctx)
@@ -514,8 +515,8 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 	if old := s.Broker(); old != nil && cut == 0 && cur.running && cur.master == master &&
 		(master || (cur.masterID == st.MasterID && cur.masterAddr == st.MasterAddr)) {
 		if master {
-			if err := s.epochs.Append(epochEntry{Epoch: st.MasterEpoch, StartOffset: old.clog.MaxOffset()}); err != nil {
-				return fmt.Errorf("master of epoch %d: %w", st.MasterEpoch, err)
+			if err := autoswitch.BecomeMaster(s.epochs, st.MasterEpoch, old.clog.MaxOffset(), s.log); err != nil {
+				return err
 			}
 		}
 		s.mu.Lock()
@@ -563,10 +564,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 	link.syncSetSize.Store(int32(len(next.syncSet)))
 	if master {
 		link.storesOpen = func(b *Broker) error {
-			if err := s.epochs.Append(epochEntry{Epoch: st.MasterEpoch, StartOffset: b.clog.MaxOffset()}); err != nil {
-				return fmt.Errorf("master of epoch %d: %w", st.MasterEpoch, err)
-			}
-			return nil
+			return autoswitch.BecomeMaster(s.epochs, st.MasterEpoch, b.clog.MaxOffset(), s.log)
 		}
 	}
 	b.ctl = link

@@ -31,6 +31,8 @@ func TestParseEpochFile(t *testing.T) {
 		bad  bool
 	}{
 		{name: "rocketmq example", file: "2\n773307083\n7-7000\n8-8000\n", want: entries(7, 7000, 8, 8000)},
+		// The checksum worked out apart, with Python's zlib.crc32 & 0x7fffffff.
+		{name: "first epoch at 0", file: "2\n327520601\n1-0\n2-1024\n", want: entries(1, 0, 2, 1024)},
 		{name: "one entry", file: "1\n0\n1-0\n", want: entries(1, 0)},
 		{name: "crlf", file: "2\r\n773307083\r\n7-7000\r\n8-8000\r\n", want: entries(7, 7000, 8, 8000)},
 		{name: "no final newline", file: "2\n773307083\n7-7000\n8-8000", want: entries(7, 7000, 8, 8000)},
