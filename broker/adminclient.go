@@ -70,6 +70,11 @@ func (b *Broker) effectiveSettings(cfg configs.Broker) map[string]string {
 			settings["haListenPort"] = p
 		}
 	}
+	if settings["haListenPort"] == "0" && b.repl.auto != nil {
+		if p, ok := port(b.repl.auto.Addr()); ok {
+			settings["haListenPort"] = p
+		}
+	}
 	if settings["fastListenPort"] == "0" {
 		if p, ok := port(b.FastAddr()); ok {
 			settings["fastListenPort"] = p

@@ -770,6 +770,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if b.compaction != nil {
 		minSubs = append(minSubs, b.compactionRetention(b.disp))
 	}
+	if b.ctl != nil {
+		// Controller mode: the epochs of deleted segments leave the
+		// epoch file, as RocketMQ's store truncates its prefix.
+		minSubs = append(minSubs, b.ctl.epochs.FollowRetention(b.log))
+	}
 	for _, fn := range minSubs {
 		clog.OnMinOffsetChange(fn)
 	}

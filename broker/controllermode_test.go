@@ -18,6 +18,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/controller"
+	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -302,6 +303,24 @@ func testControllerModeFailover(t *testing.T, notify bool, poll string) {
 	}
 	waitUntil(t, 20*time.Second, "the slave to replicate", func() bool { return b.end() == a.end() })
 	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	// The set the controller holds is the one the master's AutoSwitch
+	// server proposed and was given back.
+	ctlSet := controllerSyncStateSet(t, a)
+	if !slices.Equal(ctlSet, []int64{min(idA, idB), max(idA, idB)}) || !slices.Equal(ctlSet, a.sup.Broker().repl.auto.SyncStateSet()) {
+		t.Fatalf("the controller's sync state set %v, the master's server's %v, want both brokers", ctlSet, a.sup.Broker().repl.auto.SyncStateSet())
+	}
+	// GET_BROKER_HA_STATUS is the AutoSwitch server's: the slave
+	// connected and in the sync state set.
+	var haInfo ha.RuntimeInfo
+	if resp := call(t, ca, remoting.GetBrokerHAStatus, nil, nil); resp.Code != remoting.Success || json.Unmarshal(resp.Body, &haInfo) != nil ||
+		!haInfo.Master || haInfo.InSyncSlaveNums != 1 || len(haInfo.HAConnectionInfo) != 1 || !haInfo.HAConnectionInfo[0].InSync {
+		t.Fatalf("master's HA status: %d %s", resp.Code, resp.Body)
+	}
+	// The slave recorded the master's epochs from its transfers, in its
+	// own epoch file.
+	if ea, eb := epochFileEntries(t, a), epochFileEntries(t, b); len(ea) == 0 || !slices.Equal(ea, eb) {
+		t.Fatalf("slave's epoch file %v, master's %v", eb, ea)
+	}
 	waitUntil(t, 20*time.Second, "the slave to copy the master's topics", func() bool {
 		_, ok, err := b.sup.Broker().topicConfig("TopicTest")
 		return ok && err == nil
@@ -608,4 +627,64 @@ func TestControllerModeAllAckInSyncStateSet(t *testing.T) {
 		t.Fatalf("a send waits for %d slaves with the master alone in the set", n)
 	}
 	mustSend(t, ca, "TopicTest", 0, "the master alone", "")
+}
+
+// controllerSyncStateSet is the group's sync state set as the controller
+// holds it (CONTROLLER_GET_SYNC_STATE_DATA), sorted.
+func controllerSyncStateSet(t *testing.T, c *ctlBroker) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := c.sup.ctl.syncStateData(ctx, c.sup.cfg.BrokerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, r := range info.InSyncReplicas {
+		ids = append(ids, r.BrokerID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// epochFileEntries reads the broker's epoch file from its disk: epoch
+// and start of each entry.
+func epochFileEntries(t *testing.T, c *ctlBroker) []autoswitch.EpochEntry {
+	t.Helper()
+	ef, err := autoswitch.OpenEpochFile(epochFilePath(c.sup.cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ef.Entries()
+}
+
+// TestControllerModeAsyncLearner: a slave with asyncLearner replicates
+// the master's log but its AutoSwitch handshake says it is a learner, so
+// the master never proposes it for the sync state set, and the set the
+// controller holds stays the master alone; a slave without the flag
+// joins it.
+func TestControllerModeAsyncLearner(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	b.settings["asyncLearner"] = "true"
+	a.start()
+	b.start()
+	ca := dialCtl(t, a.addr())
+	for i := range 5 {
+		mustSend(t, ca, "TopicTest", 0, "to a learner "+strconv.Itoa(i), "")
+	}
+	waitUntil(t, 20*time.Second, "the learner to replicate", func() bool { return b.end() == a.end() })
+	// Several of the master's checks (checkSyncStateSetPeriod, 300 ms).
+	time.Sleep(1500 * time.Millisecond)
+	if got := controllerSyncStateSet(t, a); !slices.Equal(got, []int64{a.sup.BrokerID()}) {
+		t.Fatalf("the controller's sync state set %v holds the learner", got)
+	}
+	b.stop()
+	b.settings["asyncLearner"] = "false"
+	b.start()
+	want := []int64{min(a.sup.BrokerID(), b.sup.BrokerID()), max(a.sup.BrokerID(), b.sup.BrokerID())}
+	waitUntil(t, 20*time.Second, "the slave, no longer a learner, to join the set", func() bool {
+		return slices.Equal(controllerSyncStateSet(t, a), want)
+	})
 }

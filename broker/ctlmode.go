@@ -3,9 +3,10 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -27,10 +28,17 @@ type ctlLink struct {
 	// recovered, before the broker accepts a request: a new master notes
 	// its epoch's start there.
 	storesOpen func(b *Broker) error
-	// syncSetSize is the size of the master's sync state set, itself
-	// included (0 before the first): with allAckInSyncStateSet a send
-	// waits for as many copies.
-	syncSetSize atomic.Int32
+	// syncSet is the group's sync state set when the Broker was started
+	// (a master's AutoSwitch server starts from it).
+	syncSet []int64
+	// propose takes the sync state set a master's AutoSwitch server
+	// proposes; it must not block (the Supervisor sends it to the
+	// controller and answers with SetSyncStateSet).
+	propose func(set []int64)
+	// cut takes a slave's cut (its CommitLog holds records its master
+	// does not); it must not block (the Supervisor restarts the broker
+	// with the CommitLog cut there).
+	cut func(at int64)
 }
 
 // epochEntryCacheJSON is RocketMQ's EpochEntryCache (GET_BROKER_EPOCH_CACHE's
@@ -121,4 +129,86 @@ func (b *Broker) processExchangeHAInfo(_ context.Context, conn *remoting.Conn, r
 		}
 	}
 	return resp
+}
+
+// startAutoSwitchMaster serves the group's slaves on port with RocketMQ's
+// AutoSwitch HA (controller mode): the epoch file's last entry is the
+// epoch the controller elected this broker in (noted at storesOpen).
+func (b *Broker) startAutoSwitchMaster(port int) error {
+	srv := autoswitch.NewServer(autoswitch.ServerConfig{
+		Addr:                    net.JoinHostPort("", strconv.Itoa(port)),
+		Log:                     b.clog,
+		Epochs:                  b.ctl.epochs,
+		BrokerID:                b.ctl.id,
+		SyncStateSet:            b.ctl.syncSet,
+		SyncStateSetChanged:     b.ctl.propose,
+		AllAckInSyncStateSet:    b.cfg.AllAckInSyncStateSet,
+		HeartbeatInterval:       b.cfg.HASendHeartbeatInterval,
+		HousekeepingInterval:    b.cfg.HAHousekeepingInterval,
+		TransferBatchSize:       b.cfg.HATransferBatchSize,
+		MaxTimeSlaveNotCatchup:  b.cfg.HAMaxTimeSlaveNotCatchup,
+		CheckSyncStateSetPeriod: b.cfg.CheckSyncStateSetPeriod,
+		Logger:                  b.root,
+	})
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("start the AutoSwitch HA server: %w", err)
+	}
+	b.repl.auto = srv
+	if b.cfg.BrokerRole == roleSyncMaster && b.slaveAcks() == 0 && !b.cfg.AllAckInSyncStateSet {
+		b.log.Warn().Msg("controller mode with inSyncReplicas=1 and allAckInSyncStateSet=false: sends do not wait for a slave")
+	}
+	b.log.Info().Int("haListenPort", port).Ints64("syncStateSet", b.ctl.syncSet).
+		Msg("master: slaves replicate with the AutoSwitch HA protocol")
+	return nil
+}
+
+// startAutoSwitchSlave follows the master with RocketMQ's AutoSwitch HA
+// (controller mode): the client records the master's epochs in the epoch
+// file, and a slave holding records past the point where its log and the
+// master's part goes to the Supervisor to be cut (ctlLink.cut).
+func (b *Broker) startAutoSwitchSlave() {
+	c := autoswitch.NewClient(autoswitch.ClientConfig{
+		MasterAddr:           func() string { return b.repl.load(&b.repl.masterHA) },
+		BrokerID:             b.ctl.id,
+		Log:                  b.clog,
+		Epochs:               b.ctl.epochs,
+		SyncFromLastFile:     b.cfg.SyncFromLastFile,
+		AsyncLearner:         b.cfg.AsyncLearner,
+		HeartbeatInterval:    b.cfg.HASendHeartbeatInterval,
+		HousekeepingInterval: b.cfg.HAHousekeepingInterval,
+		Logger:               b.root,
+	})
+	b.repl.autoClient = c
+	b.goBackground("autoswitch-ha-client", func(ctx context.Context) {
+		err := c.Run(ctx)
+		var cut *autoswitch.CutError
+		if errors.As(err, &cut) {
+			b.log.Warn().Int64("cutAt", cut.At).Int64("end", cut.End).
+				Msg("this slave holds records its master does not have: it stops replicating until restarted with the CommitLog cut there")
+			if b.ctl.cut != nil {
+				b.ctl.cut(cut.At)
+			}
+		}
+	})
+	b.goBackground("slave-sync", func(ctx context.Context) { b.slaveSyncLoop(ctx, b.masterAddr) })
+	if b.cfg.TimerWheelEnable {
+		b.goBackground("slave-timer-sync", func(ctx context.Context) { b.slaveTimerSyncLoop(ctx, slaveTimerSyncInterval, b.masterAddr) })
+	}
+	b.log.Info().Int64("brokerId", b.ctl.id).Msg("slave: the CommitLog is replicated from the master with the AutoSwitch HA protocol; sends are refused")
+}
+
+// confirmOffset is the confirm offset a controller-mode broker reports in
+// its heartbeats, as RocketMQ's CommitLog.getConfirmOffset: a master's
+// from its AutoSwitch server (its end, or with allAckInSyncStateSet what
+// the whole sync state set holds), a slave's the one its master's last
+// transfer carried (-1 before the first); the CommitLog's end otherwise.
+func (b *Broker) confirmOffset() int64 {
+	switch {
+	case b.repl.auto != nil:
+		return b.repl.auto.ConfirmOffset()
+	case b.repl.autoClient != nil:
+		return b.repl.autoClient.ConfirmOffset()
+	default:
+		return b.clog.MaxOffset()
+	}
 }

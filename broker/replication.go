@@ -17,6 +17,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -35,6 +36,11 @@ const (
 type replication struct {
 	server *ha.Server // master only
 	client *ha.Client // slave only
+	// auto and autoClient replace server and client in controller mode
+	// (RocketMQ's AutoSwitch HA): the master's server, the slave's
+	// client.
+	auto       *autoswitch.Server
+	autoClient *autoswitch.Client
 	// masterHA and masterAddr are a slave's master: its HA address and
 	// its Remoting address ("" while unknown).
 	masterHA   atomic.Pointer[string]
@@ -174,6 +180,10 @@ func (b *Broker) startReplication() error {
 				b.repl.savedTimerReadMs.Store(ms)
 			}
 		}
+		if b.ctl != nil {
+			b.startAutoSwitchSlave()
+			return nil
+		}
 		b.repl.client = ha.NewClient(ha.ClientConfig{
 			MasterAddr:           func() string { return b.repl.load(&b.repl.masterHA) },
 			Log:                  b.clog,
@@ -198,6 +208,9 @@ func (b *Broker) startReplication() error {
 	}
 	if port == 0 && b.cfg.ListenPort != 0 {
 		port = b.cfg.ListenPort + 1
+	}
+	if b.ctl != nil {
+		return b.startAutoSwitchMaster(port)
 	}
 	srv := ha.NewServer(ha.ServerConfig{
 		Addr:                 net.JoinHostPort("", strconv.Itoa(port)),
@@ -227,14 +240,14 @@ func (b *Broker) startReplication() error {
 // changes it, as RocketMQ's put reads it each time); 0 when puts do not
 // wait.
 func (b *Broker) slaveAcks() int {
-	if b.cfg.BrokerRole != roleSyncMaster || b.repl.server == nil {
+	if b.cfg.BrokerRole != roleSyncMaster || (b.repl.server == nil && b.repl.auto == nil) {
 		return 0
 	}
-	if b.ctl != nil && b.cfg.AllAckInSyncStateSet {
+	if b.repl.auto != nil && b.cfg.AllAckInSyncStateSet {
 		// Controller mode: every broker of the sync state set, as
-		// RocketMQ's allAckInSyncStateSet (the set's size as last
-		// reported; the classic HA server counts slaves, not ids).
-		return max(int(b.ctl.syncSetSize.Load())-1, 0)
+		// RocketMQ's allAckInSyncStateSet (replicated waits for the
+		// set itself, which may change during the wait).
+		return max(len(b.repl.auto.SyncStateSet())-1, 0)
 	}
 	return max(b.current().InSyncReplicas-1, 0)
 }
@@ -249,6 +262,9 @@ func (b *Broker) stopReplication() error {
 		// idempotent).
 		errs = append(errs, b.repl.server.Close())
 	}
+	if b.repl.auto != nil {
+		errs = append(errs, b.repl.auto.Close())
+	}
 	return errors.Join(errs...)
 }
 
@@ -260,6 +276,11 @@ func (b *Broker) haServerAddr() string {
 	port := b.cfg.HAListenPort
 	if b.repl.server != nil {
 		if a, ok := b.repl.server.Addr().(*net.TCPAddr); ok {
+			port = a.Port
+		}
+	}
+	if b.repl.auto != nil {
+		if a, ok := b.repl.auto.Addr().(*net.TCPAddr); ok {
 			port = a.Port
 		}
 	}
@@ -316,7 +337,16 @@ func (b *Broker) replicated(ctx context.Context, end int64) bool {
 	}
 	wctx, cancel := context.WithTimeout(ctx, b.current().SlaveTimeout)
 	defer cancel()
-	if !b.repl.server.WaitAcked(wctx, end, acks) {
+	var ok bool
+	switch {
+	case b.repl.auto != nil && b.cfg.AllAckInSyncStateSet:
+		ok = b.repl.auto.WaitSyncStateSet(wctx, end)
+	case b.repl.auto != nil:
+		ok = b.repl.auto.WaitAcked(wctx, end, acks)
+	default:
+		ok = b.repl.server.WaitAcked(wctx, end, acks)
+	}
+	if !ok {
 		b.busyLog.Warn().Int64("offset", end).Int("inSyncReplicas", acks+1).
 			Msg("transfer to slaves timed out: FLUSH_SLAVE_TIMEOUT (sampled, at most one line a second)")
 		return false
@@ -415,7 +445,11 @@ func (b *Broker) processResetMasterFlushOffset(_ context.Context, conn *remoting
 // far each is behind, or a slave's master and what it holds.
 func (b *Broker) processHAStatus(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	info := ha.RuntimeInfo{HAConnectionInfo: []ha.ConnectionInfo{}}
-	if c := b.repl.client; c != nil {
+	if c := b.repl.autoClient; c != nil {
+		info = c.RuntimeInfo(b.clog.ReplicaOffset(), b.clog.Checkpoint().MasterFlushedOffset)
+	} else if s := b.repl.auto; s != nil {
+		info = s.RuntimeInfo(b.clog.MaxOffset())
+	} else if c := b.repl.client; c != nil {
 		st := c.Status()
 		info.HAClientRuntimeInfo = ha.ClientInfo{MasterAddr: st.Master, TransferredByteInSecond: st.BytesPerSecond,
 			MaxOffset: b.clog.ReplicaOffset(), LastReadTimestamp: unixMillis(st.LastRead), LastWriteTimestamp: unixMillis(st.LastWrite),

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -16,7 +15,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
-	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -34,30 +32,36 @@ import (
 // master a slave follows, stops the Broker and starts a new one on the
 // same store, ports and process: clients see the connection close and
 // reconnect, and everything that depends on the role starts as at a start.
-// A slave whose CommitLog holds records its new master does not have
-// (the HA client's divergence check) is restarted with the CommitLog cut
-// there (Broker.CutCommitLogAt), without an operator.
+// The group replicates with RocketMQ's AutoSwitch HA (package
+// ha/autoswitch): the master's server proposes the sync state set, which
+// the supervisor sends to the controller (CONTROLLER_ALTER_SYNC_STATE_SET)
+// and gives the server back as the controller answers; a slave whose
+// CommitLog holds records of an epoch its master does not share (the
+// client's CutError) is restarted with the CommitLog cut there
+// (Broker.CutCommitLogAt), without an operator.
 //
-// Its own goroutines (heartbeats, the polls of the controller, the check
-// of the sync state set) run from Start to Shutdown.
+// Its own goroutines (heartbeats, the polls of the controller, the
+// proposals and cuts) run from Start to Shutdown.
 type Supervisor struct {
 	cfg  configs.Broker
 	root zerolog.Logger
 	log  zerolog.Logger
 	ctl  *controllerClient
 	// peers carries the requests to the group's other brokers
-	// (EXCHANGE_BROKER_HA_INFO to the master, GET_BROKER_HA_STATUS to
-	// the slaves).
+	// (EXCHANGE_BROKER_HA_INFO to the master).
 	peers  *remoting.ClientPool
 	addr   string // brokerIP1:listenPort, the address the controller knows
 	epochs *autoswitch.EpochCache
 	id     int64
-	// inSync tells which slaves hold a master's log: the seam the
-	// AutoSwitch HA protocol replaces.
-	inSync inSyncSource
 	// changes are role notices from the controller (served by the
 	// Broker), applied by run.
 	changes chan replicaState
+	// proposed is the last sync state set the master's AutoSwitch server
+	// proposed and run has not sent yet; proposal wakes run.
+	proposed atomic.Pointer[[]int64]
+	proposal chan struct{}
+	// cuts are a slave's cuts (CutError.At), applied by run.
+	cuts chan int64
 
 	// mu guards b, cur and switches; switchMu makes switches one at a
 	// time (run's goroutine and Shutdown).
@@ -77,9 +81,11 @@ type Supervisor struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	stopped atomic.Bool
-	// lastEnd is the CommitLog's end as the last heartbeat read it,
-	// reported while a switch has no Broker running.
-	lastEnd atomic.Int64
+	// lastEnd and lastConfirm are the CommitLog's end and the confirm
+	// offset as the last heartbeat read them, reported while a switch
+	// has no Broker running.
+	lastEnd     atomic.Int64
+	lastConfirm atomic.Int64
 }
 
 // roleState is the role a Supervisor's Broker runs in, as the controller
@@ -136,14 +142,15 @@ func NewSupervisor(cfg configs.Broker, log zerolog.Logger) (*Supervisor, error) 
 	}
 	slog := log.With().Str("component", "controller-mode").Logger()
 	s := &Supervisor{
-		cfg:     cfg,
-		root:    log,
-		log:     slog,
-		peers:   remoting.NewClientPool(remoting.ClientOptions{Log: slog}),
-		addr:    net.JoinHostPort(host, strconv.Itoa(cfg.ListenPort)),
-		changes: make(chan replicaState, 16),
+		cfg:      cfg,
+		root:     log,
+		log:      slog,
+		peers:    remoting.NewClientPool(remoting.ClientOptions{Log: slog}),
+		addr:     net.JoinHostPort(host, strconv.Itoa(cfg.ListenPort)),
+		changes:  make(chan replicaState, 16),
+		proposal: make(chan struct{}, 1),
+		cuts:     make(chan int64, 1),
 	}
-	s.inSync = classicInSync{s: s}
 	return s, nil
 }
 
@@ -377,44 +384,32 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// sendHeartbeat sends BROKER_HEARTBEAT to every controller: the epoch the
-// broker last knew (its epoch file's, or the master's it follows),
-// its CommitLog's end, its timeout and election priority.
+// sendHeartbeat sends BROKER_HEARTBEAT to every controller: the last
+// epoch of its epoch file (a slave's holds the epochs its master's
+// transfers carried), its CommitLog's end, the confirm offset of its
+// AutoSwitch HA, its timeout and election priority.
 func (s *Supervisor) sendHeartbeat(ctx context.Context) {
-	r := s.role()
-	epoch := s.epochs.LastEpoch()
-	if r.running && !r.master {
-		// The classic HA protocol carries no epochs to a slave: it
-		// reports the epoch of the master it follows, as an AutoSwitch
-		// slave's epoch file would say.
-		epoch = max(epoch, r.masterEpoch)
-	}
 	end := s.lastEnd.Load()
+	confirm := s.lastConfirm.Load()
 	if b := s.Broker(); b != nil && b.clog != nil {
 		end = b.clog.MaxOffset()
 		s.lastEnd.Store(end)
+		confirm = b.confirmOffset()
+		s.lastConfirm.Store(confirm)
 	}
 	s.ctl.sendHeartbeat(ctx, ctlHeartbeat{Cluster: s.cfg.BrokerClusterName, Name: s.cfg.BrokerName, Addr: s.addr,
-		ID: s.BrokerID(), Epoch: epoch, MaxOffset: end, ConfirmOffset: end,
+		ID: s.BrokerID(), Epoch: s.epochs.LastEpoch(), MaxOffset: end, ConfirmOffset: confirm,
 		Timeout: s.cfg.ControllerHeartBeatTimeout, Priority: s.cfg.BrokerElectionPriority}, s.cfg.SendHeartbeatTimeout)
 }
 
-// divergenceCheck is how often a slave's HA client is asked whether its
-// log differs from the master's.
-const divergenceCheck = time.Second
-
 // run applies the controller's word until Shutdown: notices, the
 // periodic GET_REPLICA_INFO, the leading controller's address, a master's
-// sync state set, and a slave's divergence from its master.
+// proposals of its sync state set, and a slave's cut.
 func (s *Supervisor) run(ctx context.Context) {
 	replica := time.NewTicker(s.cfg.SyncBrokerMetadataPeriod)
 	defer replica.Stop()
 	meta := time.NewTicker(s.cfg.SyncControllerMetadataPeriod)
 	defer meta.Stop()
-	syncSet := time.NewTicker(s.cfg.CheckSyncStateSetPeriod)
-	defer syncSet.Stop()
-	diverge := time.NewTicker(divergenceCheck)
-	defer diverge.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -438,10 +433,12 @@ func (s *Supervisor) run(ctx context.Context) {
 			if _, err := s.ctl.findLeader(ctx); err != nil {
 				s.log.Warn().Err(err).Msg("find the leading controller")
 			}
-		case <-syncSet.C:
-			s.checkSyncStateSet(ctx)
-		case <-diverge.C:
-			s.checkDivergence(ctx)
+		case <-s.proposal:
+			if set := s.proposed.Swap(nil); set != nil {
+				s.alterSyncStateSet(ctx, *set)
+			}
+		case at := <-s.cuts:
+			s.cutSlave(ctx, at)
 		}
 	}
 }
@@ -484,8 +481,8 @@ func (s *Supervisor) setSyncStateSet(set []int64, epoch int32) {
 	s.cur.syncSet, s.cur.syncEpoch = slices.Clone(set), epoch
 	b := s.b
 	s.mu.Unlock()
-	if b != nil && b.ctl != nil {
-		b.ctl.syncSetSize.Store(int32(len(set)))
+	if b != nil && b.repl.auto != nil {
+		b.repl.auto.SetSyncStateSet(set)
 	}
 	s.log.Info().Ints64("syncStateSet", set).Int32("syncStateSetEpoch", epoch).Msg("sync state set changed")
 }
@@ -517,6 +514,9 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		if master {
 			if err := autoswitch.BecomeMaster(s.epochs, st.MasterEpoch, old.clog.MaxOffset(), s.log); err != nil {
 				return err
+			}
+			if old.repl.auto != nil {
+				old.repl.auto.SetSyncStateSet(next.syncSet)
 			}
 		}
 		s.mu.Lock()
@@ -560,8 +560,8 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 	if err != nil {
 		return err
 	}
-	link := &ctlLink{id: s.BrokerID(), epochs: s.epochs, notify: s.notify}
-	link.syncSetSize.Store(int32(len(next.syncSet)))
+	link := &ctlLink{id: s.BrokerID(), epochs: s.epochs, notify: s.notify, syncSet: slices.Clone(next.syncSet),
+		propose: s.propose, cut: s.cut}
 	if master {
 		link.storesOpen = func(b *Broker) error {
 			return autoswitch.BecomeMaster(s.epochs, st.MasterEpoch, b.clog.MaxOffset(), s.log)
@@ -619,55 +619,60 @@ func (s *Supervisor) masterHA(ctx context.Context, addr string) string {
 	return remoting.Header(resp.ExtFields).OptString("masterHaAddress", "")
 }
 
-// checkSyncStateSet has a master report which slaves hold its log
-// (CONTROLLER_ALTER_SYNC_STATE_SET) when that differs from the set the
-// controller holds.
-func (s *Supervisor) checkSyncStateSet(ctx context.Context) {
+// propose takes a sync state set the master's AutoSwitch server proposes
+// (its SyncStateSetChanged) for run to send: only the last one waiting
+// is sent, each being the whole set.
+func (s *Supervisor) propose(set []int64) {
+	set = slices.Clone(set)
+	s.proposed.Store(&set)
+	select {
+	case s.proposal <- struct{}{}:
+	default:
+	}
+}
+
+// alterSyncStateSet sends the master's proposed sync state set to the
+// controller (CONTROLLER_ALTER_SYNC_STATE_SET) and gives the master the
+// set the controller answers. A refusal gives the master back the set
+// the controller holds: its server proposes again at its next check
+// (every checkSyncStateSetPeriod).
+func (s *Supervisor) alterSyncStateSet(ctx context.Context, set []int64) {
 	r := s.role()
-	b := s.Broker()
-	if !r.running || !r.master || b == nil {
-		return
-	}
-	info, err := s.ctl.syncStateData(ctx, s.cfg.BrokerName)
-	if err != nil {
-		s.log.Warn().Err(err).Msg("read the group's replicas to check the sync state set")
-		return
-	}
-	replicas := append(slices.Clone(info.InSyncReplicas), info.NotInSyncReplicas...)
-	set := append(s.inSync.inSync(ctx, b, replicas), s.BrokerID())
-	slices.Sort(set)
-	set = slices.Compact(set)
-	old := slices.Clone(r.syncSet)
-	slices.Sort(old)
-	if slices.Equal(set, old) {
+	if !r.running || !r.master {
 		return
 	}
 	got, err := s.ctl.alterSyncStateSet(ctx, s.cfg.BrokerName, s.BrokerID(), r.masterEpoch, set, r.syncEpoch)
 	if err != nil {
 		s.log.Warn().Err(err).Ints64("syncStateSet", set).Msg("alter sync state set")
+		if b := s.Broker(); b != nil && b.repl.auto != nil {
+			b.repl.auto.SetSyncStateSet(r.syncSet)
+		}
 		return
 	}
 	s.setSyncStateSet(got.SyncStateSet, got.SyncStateSetEpoch)
 }
 
-// checkDivergence restarts a slave whose HA client found its CommitLog to
-// differ from its master's, cutting it where the client found the
-// difference.
-func (s *Supervisor) checkDivergence(ctx context.Context) {
+// cut takes a slave's cut from its AutoSwitch client for run.
+func (s *Supervisor) cut(at int64) {
+	select {
+	case s.cuts <- at:
+	default:
+		s.log.Warn().Int64("cutAt", at).Msg("a cut is already waiting; this one is dropped")
+	}
+}
+
+// cutSlave restarts a slave whose AutoSwitch client found records past
+// the consistent point with its master, cutting its CommitLog there.
+func (s *Supervisor) cutSlave(ctx context.Context, at int64) {
 	r := s.role()
-	b := s.Broker()
-	if !r.running || r.master || b == nil || b.repl.client == nil {
+	if !r.running || r.master {
 		return
 	}
-	d := b.repl.client.Status().Diverged
-	if d == nil || !d.Final {
-		return
-	}
-	s.log.Warn().Int64("cutAt", d.At).Bool("exact", d.Exact).
+	s.log.Warn().Int64("cutAt", at).
 		Msg("this slave holds records its master does not have: restarting it with the CommitLog cut there")
 	st := replicaState{MasterID: r.masterID, MasterAddr: r.masterAddr, MasterEpoch: r.masterEpoch,
 		SyncEpoch: r.syncEpoch, SyncStateSet: r.syncSet, masterPresent: true}
-	if err := s.switchTo(ctx, st, d.At); err != nil {
+	if err := s.switchTo(ctx, st, at); err != nil {
 		s.log.Error().Err(err).Msg("restart with the CommitLog cut")
 	}
 }
@@ -695,49 +700,4 @@ func (s *Supervisor) GoAwayWait() time.Duration {
 		return b.GoAwayWait()
 	}
 	return 0
-}
-
-// inSyncSource tells which of a master's slaves hold its log, by broker
-// id. It is the seam between controller mode and the replication
-// protocol: RocketMQ's AutoSwitch HA knows its slaves by id from its
-// handshake; the classic protocol does not (classicInSync).
-type inSyncSource interface {
-	inSync(ctx context.Context, b *Broker, replicas []replicaIdentity) []int64
-}
-
-// classicInSync finds the slaves in sync over the classic HA protocol,
-// whose connections carry no broker id: it asks each replica the
-// controller lists (by the Remoting address the controller holds) for
-// its HA status (GET_BROKER_HA_STATUS) and counts it in sync when it
-// follows this master's HA address and its CommitLog is less than
-// haMaxGapNotInSync behind. Its limits: the answer is as old as the
-// last check (checkSyncStateSetPeriod), and a broker that answers for
-// itself is believed.
-type classicInSync struct{ s *Supervisor }
-
-func (c classicInSync) inSync(ctx context.Context, b *Broker, replicas []replicaIdentity) []int64 {
-	myHA := b.haServerAddr()
-	end := b.clog.MaxOffset()
-	var out []int64
-	for _, r := range replicas {
-		if r.BrokerID == c.s.BrokerID() || r.BrokerAddress == "" {
-			continue
-		}
-		qctx, cancel := context.WithTimeout(ctx, controllerTimeout)
-		resp, err := c.s.peers.Invoke(qctx, r.BrokerAddress, remoting.NewRequest(remoting.GetBrokerHAStatus, nil, nil))
-		cancel()
-		if err != nil || resp.Code != remoting.Success {
-			continue
-		}
-		var info ha.RuntimeInfo
-		if err := json.Unmarshal(resp.Body, &info); err != nil {
-			c.s.log.Debug().Err(err).Str("replica", r.BrokerAddress).Msg("HA status does not parse")
-			continue
-		}
-		ci := info.HAClientRuntimeInfo
-		if ci.MasterAddr == myHA && end-ci.MaxOffset < b.cfg.HAMaxGapNotInSync {
-			out = append(out, r.BrokerID)
-		}
-	}
-	return out
 }

@@ -129,6 +129,15 @@ type Broker struct {
 	// AllAckInSyncStateSet makes a controller-mode master's sends wait
 	// for every broker of its sync state set.
 	AllAckInSyncStateSet bool
+	// HAMaxTimeSlaveNotCatchup is how long a slave of a controller-mode
+	// master's sync state set may stay behind before the master proposes
+	// it out (AutoSwitch HA).
+	HAMaxTimeSlaveNotCatchup time.Duration
+	// SyncFromLastFile makes an empty controller-mode slave ask its
+	// master for its newest segment only; AsyncLearner makes it a
+	// learner the master never puts in the sync state set.
+	SyncFromLastFile bool
+	AsyncLearner     bool
 	// StorePathEpochFile and StorePathBrokerIdentity are the epoch file
 	// and the broker identity file ("" for epochFileCheckpoint and
 	// brokerIdentity in storePathRootDir, RocketMQ's defaults).

@@ -235,13 +235,12 @@ var brokerInert = slices.Concat([]inert[Broker]{
 		"putMessageTimeout", "putMsgIndexHightWater", "rocksdbFlushWalFrequency", "rocksdbWalFileRollingThreshold"),
 	inertBools[Broker](reasonUnread, "dispatchFromSenderThread", "enableAsyncReput", "enableCleanExpiredOffset",
 		"mappedFileSwapEnable", "realTimePersistRocksDBConfig"),
-	// Settings of mechanisms whose switch rocketkv refuses (fields.go:
-	// enableDLegerCommitLog, enableControllerMode): with the switch off,
-	// RocketMQ does not read them either.
+	// Settings of a mechanism whose switch rocketkv refuses (fields.go:
+	// enableDLegerCommitLog): with the switch off, RocketMQ does not read
+	// them either.
 	inertStrings[Broker](reasonDLedger, "dLegerGroup", "dLegerPeers", "dLegerSelfId", "preferredLeaderId",
 		"storePathDLedgerCommitLog"),
 	inertBools[Broker](reasonDLedger, "enableBatchPush"),
-	inertBools[Broker](reasonController, "asyncLearner", "syncFromLastFile"),
 	// RocketMQ's RocksDB store (storeType=defaultRocksDB and its
 	// RocksDB-kept offsets and configs).
 	inertStrings[Broker](reasonRocksDB, "rocksdbCompressionType", "bottomMostCompressionTypeForConsumeQueueStore"),
@@ -270,7 +269,6 @@ const (
 	reasonFilterBitMap  = "no consume-queue bit maps of filter results: tag and SQL92 filters are evaluated on each entry and message"
 	reasonUnread        = "RocketMQ 5.3 declares it but nothing reads it"
 	reasonDLedger       = "a DLedger CommitLog setting; rocketkv refuses enableDLegerCommitLog and replicates with classic master-slave HA"
-	reasonController    = "a setting of RocketMQ's AutoSwitch HA protocol; rocketkv's controller-mode groups replicate with the classic HA protocol, which has no learners and starts a new slave from the master's first file"
 	reasonRocksDB       = "a setting of RocketMQ's RocksDB store; rocketkv's index is Pebble, set by the index* keys"
 	reasonTransientPool = "appends are written into the mapped segment directly; there is no off-heap write buffer pool to size or commit"
 )

@@ -64,7 +64,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("flushConsumeQueueThoroughInterval", "the file ConsumeQueue is flushed completely every flushIntervalConsumeQueue; there are no partial flushes to complete"),
 	inertInt[Broker]("flushLeastPagesWhenWarmMapedFile", "new CommitLog segments are prefaulted with madvise 16 MiB ahead of the write position; no zeros are written and flushed while warming"),
 	inertInt[Broker]("forwardTimeout", "static topics' logical queues are not there, so no request is forwarded to another broker"),
-	inertInt[Broker]("haMaxTimeSlaveNotCatchup", "a setting of RocketMQ's AutoSwitch HA protocol; a rocketkv controller-mode master counts a slave in sync by haMaxGapNotInSync, as classic HA does"),
 	inertBool[Broker]("isBrokerContainer", "RocketMQ reads no such key: it is a field name its configuration dumps print, set only by a broker container"),
 	inertBool[Broker]("isInBrokerContainer", "RocketMQ reads no key of this spelling (its setter's key is inBrokerContainer, and BrokerStartup sets it false anyway); configuration dumps print it"),
 	inertBool[Broker]("isScanAvailableNameSrv", "RocketMQ reads no key of this spelling (its setter's key is scanAvailableNameSrv); configuration dumps print it"),
