@@ -428,6 +428,11 @@ func TestControllerModeCutsDivergedSlave(t *testing.T) {
 			t.Fatalf("cut at %d, the logs part at %d", s.CutAt, shared)
 		}
 	}
+	// The old master's epoch file lost its own last epoch with the cut
+	// and took the new master's from its transfers.
+	if ea, eb := epochFileEntries(t, a), epochFileEntries(t, b); !slices.Equal(ea, eb) {
+		t.Fatalf("the rejoined old master's epoch file %v, the new master's %v", ea, eb)
+	}
 }
 
 // routeSender sends to the master the name server's route names
