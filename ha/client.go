@@ -96,7 +96,7 @@ type Client struct {
 	connected bool
 	lastRead  time.Time
 	lastWrite time.Time
-	flow      rate        // bytes received
+	flow      Rate        // bytes received
 	diverged  *Divergence // what the last comparison found, nil when it agreed
 	window    int64       // the next connection's VerifyWindow, widened while no agreement is found
 	narrowed  bool        // window was narrowed to the replica's last segment since the last agreement (check)
@@ -165,7 +165,7 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, Connected: c.connected, LastRead: c.lastRead, LastWrite: c.lastWrite,
-		BytesPerSecond: c.flow.perSecond(), Diverged: c.diverged, ConnectedAt: c.openedAt, ConnectedFrom: c.openedEnd}
+		BytesPerSecond: c.flow.PerSecond(), Diverged: c.diverged, ConnectedAt: c.openedAt, ConnectedFrom: c.openedEnd}
 }
 
 // Run replicates until ctx ends: it dials the master, follows it, and
@@ -259,7 +259,7 @@ func (c *Client) follow(ctx context.Context, addr string) error {
 		if n > 0 {
 			lastRead = time.Now()
 			c.setState(addr, true, lastRead)
-			c.flow.add(n)
+			c.flow.Add(n)
 			r.feed(buf[:n])
 			if err := c.apply(&r, &chk); err != nil {
 				return err

@@ -9,7 +9,7 @@ import (
 )
 
 func TestRateBudget(t *testing.T) {
-	var r rate
+	var r Rate
 	t0 := time.Unix(1000, 0)
 	if left, _ := r.budgetAt(t0, 100); left != 100 {
 		t.Fatalf("an idle second's budget: %d, want 100", left)

@@ -319,7 +319,7 @@ func TestDecodeReports(t *testing.T) {
 }
 
 func TestRateCountsWholeSeconds(t *testing.T) {
-	var r rate
+	var r Rate
 	t0 := time.Unix(1000, 0)
 	r.addAt(t0, 100)
 	r.addAt(t0.Add(500*time.Millisecond), 50)

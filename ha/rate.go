@@ -5,30 +5,32 @@ import (
 	"time"
 )
 
-// rate measures bytes per second over whole one-second windows, as
-// RocketMQ's FlowMonitor reports transferredByteInSecond.
-type rate struct {
+// Rate measures bytes per second over whole one-second windows, as
+// RocketMQ's FlowMonitor reports transferredByteInSecond. The zero value
+// is ready; it is safe for concurrent use. Both HA protocols count their
+// transfers with it.
+type Rate struct {
 	mu    sync.Mutex
 	start time.Time // current window's start
 	cur   int64     // bytes in the current window
 	last  int64     // bytes in the last complete window
 }
 
-// add counts n bytes now.
-func (r *rate) add(n int) { r.addAt(time.Now(), n) }
+// Add counts n bytes now.
+func (r *Rate) Add(n int) { r.addAt(time.Now(), n) }
 
-// perSecond returns the bytes of the last complete second (0 after an
+// PerSecond returns the bytes of the last complete second (0 after an
 // idle one).
-func (r *rate) perSecond() int64 { return r.perSecondAt(time.Now()) }
+func (r *Rate) PerSecond() int64 { return r.perSecondAt(time.Now()) }
 
-func (r *rate) addAt(now time.Time, n int) {
+func (r *Rate) addAt(now time.Time, n int) {
 	r.mu.Lock()
 	r.roll(now)
 	r.cur += int64(n)
 	r.mu.Unlock()
 }
 
-func (r *rate) perSecondAt(now time.Time) int64 {
+func (r *Rate) perSecondAt(now time.Time) int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.roll(now)
@@ -38,7 +40,7 @@ func (r *rate) perSecondAt(now time.Time) int64 {
 // budgetAt returns how many bytes may still go in the current second at
 // now under limit bytes per second, and when that is none, how long until
 // the next second starts (RocketMQ's FlowMonitor.canTransferMaxByteNum).
-func (r *rate) budgetAt(now time.Time, limit int64) (int64, time.Duration) {
+func (r *Rate) budgetAt(now time.Time, limit int64) (int64, time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.roll(now)
@@ -49,7 +51,7 @@ func (r *rate) budgetAt(now time.Time, limit int64) (int64, time.Duration) {
 }
 
 // roll closes the windows that ended before now. Caller holds mu.
-func (r *rate) roll(now time.Time) {
+func (r *Rate) roll(now time.Time) {
 	if r.start.IsZero() {
 		r.start = now
 		return

@@ -115,7 +115,7 @@ type slaveConn struct {
 	asked   chan struct{} // closed when the first report came
 	ack     atomic.Int64  // last report, -1 until the first
 	next    atomic.Int64  // where the next transfer starts; -1 before the first report
-	flow    rate          // bytes sent
+	flow    Rate          // bytes sent
 	// ahead is set when the first report is past the master's end: the
 	// slave holds bytes this master never wrote (it was a master itself,
 	// or this one lost its unflushed tail), so its acknowledgements prove
@@ -396,7 +396,7 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 		err = s.write(c, appendTransferHeader(header[:0], next, len(v.Data)), v.Data)
 		next += int64(len(v.Data))
 		c.next.Store(next)
-		c.flow.add(len(v.Data))
+		c.flow.Add(len(v.Data))
 		v.Release()
 		if err != nil {
 			s.drop(c, err)
@@ -473,7 +473,7 @@ func (s *Server) Slaves(masterEnd int64) []SlaveStatus {
 	out := make([]SlaveStatus, 0, len(s.slaves))
 	for c := range s.slaves {
 		out = append(out, SlaveStatus{Addr: c.addr, AckOffset: c.ack.Load(), TransferFrom: c.next.Load(),
-			BytesPerSecond: c.flow.perSecond(), InSync: s.inSync(c, masterEnd)})
+			BytesPerSecond: c.flow.PerSecond(), InSync: s.inSync(c, masterEnd)})
 	}
 	return out
 }

@@ -100,7 +100,7 @@ type Client struct {
 	lastRead  time.Time
 	lastWrite time.Time
 	confirm   int64
-	flow      rate
+	flow      ha.Rate
 }
 
 // NewClient returns a client; Run starts it.
@@ -225,7 +225,7 @@ func (c *Client) session(ctx context.Context, addr string) error {
 			c.mu.Lock()
 			c.lastRead = now
 			c.mu.Unlock()
-			c.flow.add(n)
+			c.flow.Add(n)
 			r.Feed(buf[:n])
 		}
 		for {
@@ -372,7 +372,7 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, State: c.state, LastRead: c.lastRead, LastWrite: c.lastWrite,
-		BytesPerSecond: c.flow.perSecond(), ConfirmOffset: c.confirm}
+		BytesPerSecond: c.flow.PerSecond(), ConfirmOffset: c.confirm}
 }
 
 // RuntimeInfo is the slave's GET_BROKER_HA_STATUS body (RocketMQ's

@@ -188,7 +188,7 @@ type slave struct {
 	// offset, which it does at once).
 	ahead        bool
 	lastTransfer time.Time
-	flow         rate
+	flow         ha.Rate
 }
 
 func (c *slave) poke() {
@@ -706,7 +706,7 @@ func (s *Server) Slaves() []SlaveStatus {
 	for c := range s.slaves {
 		c.mu.Lock()
 		out = append(out, SlaveStatus{BrokerID: c.id, Addr: c.addr, AckOffset: c.ack, TransferFrom: c.next,
-			BytesPerSecond: c.flow.perSecond(), InSync: slices.Contains(s.local, c.id), AsyncLearner: c.learner})
+			BytesPerSecond: c.flow.PerSecond(), InSync: slices.Contains(s.local, c.id), AsyncLearner: c.learner})
 		c.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b SlaveStatus) int { return int(a.BrokerID - b.BrokerID) })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 )
 
@@ -148,7 +147,7 @@ func (s *Server) write(ctx context.Context, c *slave) {
 		h := s.header(next, len(v.Data), epoch)
 		buf = AppendTransferHeader(buf[:0], h)
 		err = s.send(c, buf, v.Data)
-		c.flow.add(len(v.Data))
+		c.flow.Add(len(v.Data))
 		next += int64(len(v.Data))
 		v.Release()
 		if err != nil {
@@ -181,43 +180,4 @@ func (s *Server) send(c *slave, header, body []byte) error {
 		return fmt.Errorf("send to slave: %w", err)
 	}
 	return nil
-}
-
-// rate measures bytes per second over whole one-second windows, as
-// RocketMQ's FlowMonitor reports transferredByteInSecond.
-type rate struct {
-	mu    sync.Mutex
-	start time.Time
-	cur   int64
-	last  int64
-}
-
-func (r *rate) add(n int) {
-	r.mu.Lock()
-	r.roll(time.Now())
-	r.cur += int64(n)
-	r.mu.Unlock()
-}
-
-func (r *rate) perSecond() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.roll(time.Now())
-	return r.last
-}
-
-func (r *rate) roll(now time.Time) {
-	if r.start.IsZero() {
-		r.start = now
-		return
-	}
-	switch d := now.Sub(r.start); {
-	case d < time.Second:
-	case d < 2*time.Second:
-		r.last, r.cur = r.cur, 0
-		r.start = r.start.Add(time.Second)
-	default:
-		r.last, r.cur = 0, 0
-		r.start = now
-	}
 }
