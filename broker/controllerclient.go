@@ -391,30 +391,6 @@ func (c *controllerClient) alterSyncStateSet(ctx context.Context, name string, m
 	return out, nil
 }
 
-// syncStateData asks for the group's replicas with their addresses
-// (CONTROLLER_GET_SYNC_STATE_DATA).
-func (c *controllerClient) syncStateData(ctx context.Context, name string) (replicasInfo, error) {
-	body, err := json.Marshal([]string{name})
-	if err != nil {
-		return replicasInfo{}, err
-	}
-	resp, err := c.invoke(ctx, func() *remoting.Command {
-		return remoting.NewRequest(remoting.ControllerGetSyncStateData, nil, body)
-	})
-	if err != nil {
-		return replicasInfo{}, fmt.Errorf("get sync state data of %s: %w", name, err)
-	}
-	var out brokerReplicasInfo
-	if err := json.Unmarshal(resp.Body, &out); err != nil {
-		return replicasInfo{}, fmt.Errorf("get sync state data of %s: answer: %w", name, err)
-	}
-	info, ok := out.ReplicasInfoTable[name]
-	if !ok {
-		return replicasInfo{}, fmt.Errorf("get sync state data of %s: the controller holds no such group", name)
-	}
-	return info, nil
-}
-
 // ctlHeartbeat is what a broker tells the controllers every
 // brokerHeartbeatInterval (BROKER_HEARTBEAT).
 type ctlHeartbeat struct {

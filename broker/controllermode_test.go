@@ -20,31 +20,10 @@ import (
 	"github.com/rocketkv/rocketkv/controller"
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-// ctlFreePort returns a loopback port that is free, with the next one free
-// too (a controller's raft port, a broker's HA port).
-func ctlFreePort(t *testing.T) int {
-	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-		l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+1))
-		if err != nil {
-			continue
-		}
-		_ = l2.Close()
-		return port
-	}
-	t.Fatal("no free port pair")
-	return 0
-}
 
 // ctlPeer is one controller of a test, served over Remoting at the
 // address its peer list names.
@@ -70,7 +49,7 @@ func startTestControllers(t *testing.T, n int, unclean, notify bool) []*ctlPeer 
 	t.Helper()
 	var ports []int
 	for len(ports) < n {
-		p := ctlFreePort(t)
+		p := testutil.FreePortPair(t)
 		if !slices.ContainsFunc(ports, func(q int) bool { return q >= p-1 && q <= p+1 }) {
 			ports = append(ports, p)
 		}
@@ -147,7 +126,7 @@ type ctlBroker struct {
 }
 
 func newCtlBroker(t *testing.T, controllerAddr, namesrvAddr string) *ctlBroker {
-	port := ctlFreePort(t)
+	port := testutil.FreePortPair(t)
 	return &ctlBroker{t: t, store: t.TempDir(), settings: map[string]string{
 		"enableControllerMode":            "true",
 		"controllerAddr":                  controllerAddr,
@@ -632,6 +611,31 @@ func TestControllerModeAllAckInSyncStateSet(t *testing.T) {
 		t.Fatalf("a send waits for %d slaves with the master alone in the set", n)
 	}
 	mustSend(t, ca, "TopicTest", 0, "the master alone", "")
+}
+
+// syncStateData asks for the group's replicas with their addresses
+// (CONTROLLER_GET_SYNC_STATE_DATA); only the tests ask (a broker has no
+// use for it since the sync state set comes from its own proposals).
+func (c *controllerClient) syncStateData(ctx context.Context, name string) (replicasInfo, error) {
+	body, err := json.Marshal([]string{name})
+	if err != nil {
+		return replicasInfo{}, err
+	}
+	resp, err := c.invoke(ctx, func() *remoting.Command {
+		return remoting.NewRequest(remoting.ControllerGetSyncStateData, nil, body)
+	})
+	if err != nil {
+		return replicasInfo{}, fmt.Errorf("get sync state data of %s: %w", name, err)
+	}
+	var out brokerReplicasInfo
+	if err := json.Unmarshal(resp.Body, &out); err != nil {
+		return replicasInfo{}, fmt.Errorf("get sync state data of %s: answer: %w", name, err)
+	}
+	info, ok := out.ReplicasInfoTable[name]
+	if !ok {
+		return replicasInfo{}, fmt.Errorf("get sync state data of %s: the controller holds no such group", name)
+	}
+	return info, nil
 }
 
 // controllerSyncStateSet is the group's sync state set as the controller

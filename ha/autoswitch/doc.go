@@ -117,7 +117,7 @@
 //		Log: replica, Epochs: epochs})
 //	err = c.Run(ctx) // *CutError: restart with the CommitLog cut at its At
 //
-// Service does both, switching roles as the controller says
-// (ChangeToMaster, ChangeToSlave, SetMasterHAAddress), with the cut
-// reported through ServiceConfig.OnCut.
+// A broker in controller mode runs one of the two at a time: a change of
+// role restarts the broker in its process (broker.Supervisor), which
+// starts the Server or the Client anew.
 package autoswitch
