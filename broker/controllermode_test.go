@@ -697,3 +697,26 @@ func TestControllerModeAsyncLearner(t *testing.T) {
 		return slices.Equal(controllerSyncStateSet(t, a), want)
 	})
 }
+
+// With minInSyncReplicas=2 a controller-mode master alone in its sync
+// state set refuses the sends that wait for replication before storing
+// them, as RocketMQ's put (IN_SYNC_REPLICAS_NOT_ENOUGH, answered
+// SYSTEM_ERROR "in-sync replicas not enough"); a send with WAIT=false is
+// stored (RocketMQ's needHandleHA is false for it), and once a slave is in
+// the set the waiting sends go through.
+func TestControllerModeMinInSyncReplicas(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	a.settings["minInSyncReplicas"] = "2"
+	a.start()
+	ca := dialCtl(t, a.addr())
+	if r := sendV2(t, ca, "TopicTest", 0, "refused", ""); r.Code != remoting.SystemError || r.Remark != inSyncReplicasRemark {
+		t.Fatalf("send to a master alone in its set with minInSyncReplicas=2: code %d %q, want SYSTEM_ERROR %q", r.Code, r.Remark, inSyncReplicasRemark)
+	}
+	mustSend(t, ca, "TopicTest", 0, "not waiting", "WAIT\x01false\x02")
+
+	b := newCtlBroker(t, ctlAddr, "")
+	b.start()
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	mustSend(t, ca, "TopicTest", 0, "two in the set", "")
+}

@@ -252,6 +252,23 @@ func (b *Broker) slaveAcks() int {
 	return max(b.current().InSyncReplicas-1, 0)
 }
 
+// inSyncReplicasShort reports whether a put that waits for its
+// replication must be refused before it is stored: a controller-mode
+// SYNC_MASTER whose sync state set (the master included) holds fewer
+// brokers than minInSyncReplicas, where RocketMQ's CommitLog put answers
+// IN_SYNC_REPLICAS_NOT_ENOUGH and its send processor SYSTEM_ERROR "in-sync
+// replicas not enough". Outside controller mode minInSyncReplicas does
+// nothing, as in RocketMQ without enableAutoInSyncReplicas.
+func (b *Broker) inSyncReplicasShort() bool {
+	if b.repl.auto == nil || b.cfg.BrokerRole != roleSyncMaster {
+		return false
+	}
+	return b.repl.auto.InSyncReplicas() < b.current().MinInSyncReplicas
+}
+
+// inSyncReplicasRemark is RocketMQ's remark for IN_SYNC_REPLICAS_NOT_ENOUGH.
+const inSyncReplicasRemark = "in-sync replicas not enough"
+
 // stopReplication closes the HA server (the client stops with the
 // broker's background tasks) and a slave's connection to its master,
 // once the background tasks that use it stopped.

@@ -301,6 +301,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return parkRefusal(err)
 		}
 	}
+	if waitFlush && b.inSyncReplicasShort() {
+		return fail(remoting.SystemError, inSyncReplicasRemark)
+	}
 	began := time.Now()
 	res, err := b.appendMessages(ctx, []*commitlog.Message{msg}, false)
 	if err != nil {
@@ -553,6 +556,9 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 	waitFlush := true
 	if v, ok := commitlog.LookupProperty(h.properties, propWait); ok && v == "false" {
 		waitFlush = false
+	}
+	if waitFlush && b.inSyncReplicasShort() {
+		return remoting.NewResponse(req, remoting.SystemError, inSyncReplicasRemark)
 	}
 	began := time.Now()
 	res, err := b.appendBatch(ctx, msgs)
