@@ -54,6 +54,13 @@ func startTestControllers(t *testing.T, n int, unclean, notify bool) []*ctlPeer 
 			ports = append(ports, p)
 		}
 	}
+	return startTestControllersOn(t, ports, unclean, notify)
+}
+
+// startTestControllersOn is startTestControllers on the given ports
+// (each with the next one free for raft).
+func startTestControllersOn(t *testing.T, ports []int, unclean, notify bool) []*ctlPeer {
+	t.Helper()
 	var list []string
 	for i, p := range ports {
 		list = append(list, fmt.Sprintf("n%d-127.0.0.1:%d", i, p))
@@ -719,4 +726,34 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	b.start()
 	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
 	mustSend(t, ca, "TopicTest", 0, "two in the set", "")
+}
+
+// A broker that finds no controller at its start keeps trying, as
+// RocketMQ's ReplicasManager retries its start every 5 s, and starts once
+// a controller answers (it used to give up after five tries and bin/broker
+// exited).
+func TestControllerModeStartWaitsForTheController(t *testing.T) {
+	port := testutil.FreePortPair(t)
+	a := newCtlBroker(t, fmt.Sprintf("127.0.0.1:%d", port), "")
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		a.start()
+	}()
+	// Five tries a second apart at most, and then some: the controller
+	// comes after the old code gave up.
+	select {
+	case <-started:
+		t.Fatal("the broker started without a controller")
+	case <-time.After(6 * time.Second):
+	}
+	startTestControllersOn(t, []int{port}, false, true)
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broker did not start once its controller answered")
+	}
+	if a.sup == nil || a.sup.BrokerID() <= 0 {
+		t.Fatal("the broker has no id from the controller")
+	}
 }

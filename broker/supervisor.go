@@ -301,12 +301,12 @@ func (s *Supervisor) register(ctx context.Context) (replicaState, error) {
 					idPath, id.Cluster, id.Broker, cluster, name)
 			}
 		} else if id, err = s.applyForID(ctx, tmpPath, idPath); err != nil {
-			if try >= 4 || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return replicaState{}, err
 			}
-			s.log.Warn().Err(err).Msg("broker id not granted; trying again")
-			if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second)))) {
-				return replicaState{}, ctx.Err()
+			s.log.Warn().Err(err).Int("try", try+1).Msg("broker id not granted; trying again")
+			if !sleepCtx(ctx, registerRetryWait(try)) {
+				return replicaState{}, fmt.Errorf("%w (the start ended: %w)", err, ctx.Err())
 			}
 			continue
 		}
@@ -315,12 +315,12 @@ func (s *Supervisor) register(ctx context.Context) (replicaState, error) {
 		s.mu.Unlock()
 		st, err := s.ctl.register(ctx, cluster, name, id.ID, s.addr)
 		if err != nil {
-			if try >= 4 || ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return replicaState{}, err
 			}
-			s.log.Warn().Err(err).Msg("registration with the controller failed; trying again")
-			if !sleepCtx(ctx, time.Duration(rand.Int64N(int64(time.Second)))) {
-				return replicaState{}, ctx.Err()
+			s.log.Warn().Err(err).Int("try", try+1).Msg("registration with the controller failed; trying again")
+			if !sleepCtx(ctx, registerRetryWait(try)) {
+				return replicaState{}, fmt.Errorf("%w (the start ended: %w)", err, ctx.Err())
 			}
 			continue
 		}
@@ -328,6 +328,18 @@ func (s *Supervisor) register(ctx context.Context) (replicaState, error) {
 			Int32("masterEpoch", st.MasterEpoch).Msg("registered with the controller")
 		return st, nil
 	}
+}
+
+// registerRetryWait is the pause before try+2 of a start's registration:
+// under a second (random, so brokers started together spread out) for the
+// first five, then RocketMQ's ReplicasManager interval of 5 s. A start
+// keeps trying until its context ends (bin/broker's: a signal), as
+// RocketMQ's broker keeps retrying its ReplicasManager's start.
+func registerRetryWait(try int) time.Duration {
+	if try < 4 {
+		return time.Duration(rand.Int64N(int64(time.Second)))
+	}
+	return 5 * time.Second
 }
 
 // applyForID runs the steps of a broker without an identity file: the
