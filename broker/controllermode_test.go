@@ -757,3 +757,65 @@ func TestControllerModeStartWaitsForTheController(t *testing.T) {
 		t.Fatal("the broker has no id from the controller")
 	}
 }
+
+// A controller-mode broker started again reports its store's CommitLog end
+// in the heartbeats it sends before its Broker runs, as RocketMQ's broker,
+// which loads its store first: the controller elects among a group's live
+// brokers by that end, and a broker that reported 0 while it waited for a
+// master would lose the election of a group restarted together to one
+// holding fewer records.
+func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
+	peer := startTestControllers(t, 1, false, true)[0]
+	a := newCtlBroker(t, peer.addr, "")
+	a.start()
+	ca := dialCtl(t, a.addr())
+	for i := range 10 {
+		mustSend(t, ca, "TopicTest", 0, "before-restart-"+strconv.Itoa(i), "")
+	}
+	end, id := a.end(), a.sup.BrokerID()
+	if end <= 0 {
+		t.Fatalf("store end %d after the sends", end)
+	}
+	a.stop()
+	// The closed connection drops the broker's live entry, as a
+	// controller restarted with the group would not have one.
+	waitUntil(t, 10*time.Second, "the controller to forget the stopped broker", func() bool {
+		_, ok := peer.c.LiveInfo("DefaultCluster", "broker-a", id)
+		return !ok
+	})
+
+	o := map[string]string{"storePathRootDir": a.store}
+	for k, v := range a.settings {
+		o[k] = v
+	}
+	loaded, err := configs.LoadBroker("", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSupervisor(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		once     sync.Once
+		reported controller.LiveInfo
+		known    bool
+	)
+	s.configure = func(*Broker) {
+		once.Do(func() { reported, known = peer.c.LiveInfo("DefaultCluster", "broker-a", id) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.sup = s
+	t.Cleanup(a.stop)
+	if !known {
+		t.Fatal("no heartbeat reached the controller before the Broker started")
+	}
+	if reported.MaxOffset != end || reported.Epoch != 1 {
+		t.Fatalf("heartbeat before the Broker started: epoch %d maxOffset %d, want epoch 1 and the store's end %d",
+			reported.Epoch, reported.MaxOffset, end)
+	}
+}

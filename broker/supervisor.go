@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -228,6 +230,7 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	if s.epochs, err = autoswitch.OpenEpochFile(epochFilePath(s.cfg)); err != nil {
 		return err
 	}
+	s.readStoreEnd()
 	s.ctl.refreshAddresses(ctx)
 	st, err := s.register(ctx)
 	if err != nil {
@@ -394,6 +397,35 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// readStoreEnd sets the CommitLog end the heartbeats report until the
+// first Broker runs: the end a read-only scan of the store's CommitLog
+// finds (the one recovery finds), lowered to the cut the first start
+// makes. RocketMQ's broker loads its store before its first heartbeat, and
+// the controller elects among the live brokers of a group by epoch, then
+// by this end: a broker that reported 0 while it waited for a master would
+// lose the election of a group restarted together to a broker holding
+// fewer records, and the records only it held would be cut.
+func (s *Supervisor) readStoreEnd() {
+	dir := s.cfg.CommitLogDir()
+	l, err := commitlog.OpenReadOnlyDir(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn().Err(err).Str("dir", dir).
+				Msg("the CommitLog's end is not read before the start: the heartbeats report 0 until the broker runs")
+		}
+		return
+	}
+	end := l.MaxOffset()
+	if err := l.Close(); err != nil {
+		s.log.Warn().Err(err).Str("dir", dir).Msg("close the CommitLog read for its end")
+	}
+	if s.cutAt > 0 {
+		end = min(end, s.cutAt)
+	}
+	s.lastEnd.Store(end)
+	s.log.Info().Int64("maxPhyOffset", end).Msg("the heartbeats report the store's CommitLog end until the broker runs")
 }
 
 // sendHeartbeat sends BROKER_HEARTBEAT to every controller: the last
