@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
+	"github.com/rocketkv/rocketkv/internal/atomicfile"
 )
 
 // A controller-mode broker keeps the id its controller gave it in two small
@@ -112,50 +113,13 @@ func readIdentity(path string, temp bool) (id brokerIdentity, ok bool, err error
 // writeIdentity writes the identity file at path (temp: the temp file),
 // copying its previous content to path.bak first, and syncs it.
 func writeIdentity(path string, id brokerIdentity, temp bool) error {
-	if err := writeWithBackup(path, []byte(id.encode(temp))); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write broker identity: %w", err)
+	}
+	if err := atomicfile.ReplaceKeepingBackup(path, []byte(id.encode(temp)), 0o644); err != nil {
 		return fmt.Errorf("write broker identity: %w", err)
 	}
 	return nil
-}
-
-// writeWithBackup writes data to path as RocketMQ's MixAll.string2File:
-// the previous content, if any, to path.bak first. The new content goes
-// to a temporary file renamed over path, so a crash leaves the old or the
-// new content, never a torn one.
-func writeWithBackup(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if prev, err := os.ReadFile(path); err == nil {
-		if err := writeSynced(path+".bak", prev); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return writeSynced(path, data)
-}
-
-// writeSynced writes data to path through a synced temporary file and a
-// rename.
-func writeSynced(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 // removeIdentity removes the (temp) identity file, as RocketMQ's clear.

@@ -220,21 +220,16 @@ func (c *EpochCache) flushLocked() error {
 		return nil
 	}
 	data := FormatEpochFile(c.entries)
-	prev, err := os.ReadFile(c.path)
-	switch {
-	case len(c.entries) == 0:
-		prev = data
-	case errors.Is(err, os.ErrNotExist):
-		prev = nil
-	case err != nil:
-		return fmt.Errorf("read the epoch file %s before replacing it: %w", c.path, err)
-	}
-	if prev != nil {
-		if err := atomicfile.WriteFile(c.path+".bak", prev, 0o644); err != nil {
+	if len(c.entries) == 0 {
+		if err := atomicfile.WriteFile(c.path+".bak", data, 0o644); err != nil {
 			return fmt.Errorf("write the epoch file's backup: %w", err)
 		}
+		if err := atomicfile.WriteFile(c.path, data, 0o644); err != nil {
+			return fmt.Errorf("write the epoch file: %w", err)
+		}
+		return nil
 	}
-	if err := atomicfile.WriteFile(c.path, data, 0o644); err != nil {
+	if err := atomicfile.ReplaceKeepingBackup(c.path, data, 0o644); err != nil {
 		return fmt.Errorf("write the epoch file: %w", err)
 	}
 	return nil

@@ -3,7 +3,9 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,4 +76,22 @@ func removeStale(dir, base string, before time.Time) {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// ReplaceKeepingBackup replaces path's content with data as RocketMQ's
+// MixAll.string2File keeps its files: the content it replaces goes to
+// path+".bak" first (nothing when path does not exist), then data to
+// path, each written with WriteFile, so a crash leaves whole files.
+func ReplaceKeepingBackup(path string, data []byte, perm os.FileMode) error {
+	old, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read %s to keep it as its backup: %w", path, err)
+	default:
+		if err := WriteFile(path+".bak", old, perm); err != nil {
+			return err
+		}
+	}
+	return WriteFile(path, data, perm)
 }

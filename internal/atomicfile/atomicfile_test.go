@@ -93,3 +93,23 @@ func TestWriteFileRemovesStaleTemporaries(t *testing.T) {
 		t.Fatalf("files left: %v", names)
 	}
 }
+
+// ReplaceKeepingBackup keeps the content it replaces in path.bak, and
+// writes no backup for a file that did not exist.
+func TestReplaceKeepingBackup(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "brokerIdentity")
+	if err := ReplaceKeepingBackup(p, []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p + ".bak"); !os.IsNotExist(err) {
+		t.Fatalf("a first write left a backup: %v", err)
+	}
+	if err := ReplaceKeepingBackup(p, []byte("two"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{p: "two", p + ".bak": "one"} {
+		if got, err := os.ReadFile(path); err != nil || string(got) != want {
+			t.Fatalf("%s = %q, %v; want %q", path, got, err, want)
+		}
+	}
+}

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -114,7 +112,7 @@ func WriteFile(dir, name string, c Config, version meta.DataVersion) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create config directory %s: %w", dir, err)
 	}
-	return replaceKeepingBackup(filepath.Join(dir, name), body)
+	return atomicfile.ReplaceKeepingBackup(filepath.Join(dir, name), body, 0o644)
 }
 
 // TimerCheckpointSize is the size of RocketMQ 5's config/timercheck (a
@@ -137,7 +135,7 @@ func WriteTimerCheckpoint(dir string, readMs, queueOffset int64, version meta.Da
 	}
 	b := make([]byte, TimerCheckpointSize)
 	copy(b, EncodeTimerCheckpoint(readMs, queueOffset, version))
-	return replaceKeepingBackup(filepath.Join(dir, "timercheck"), b)
+	return atomicfile.ReplaceKeepingBackup(filepath.Join(dir, "timercheck"), b, 0o644)
 }
 
 // EncodeTimerCheckpoint is RocketMQ 5's TimerCheckpoint.encode, the 56
@@ -147,22 +145,6 @@ func WriteTimerCheckpoint(dir string, readMs, queueOffset int64, version meta.Da
 // master for.
 func EncodeTimerCheckpoint(readMs, queueOffset int64, version meta.DataVersion) []byte {
 	return TimerCheckpoint{ReadMs: readMs, QueueOffset: queueOffset, MasterQueueOffset: queueOffset, Version: version}.Encode()
-}
-
-// replaceKeepingBackup writes data to path, keeping the content it
-// replaces in path.bak.
-func replaceKeepingBackup(path string, data []byte) error {
-	old, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fmt.Errorf("read %s to keep it as its backup: %w", path, err)
-	default:
-		if err := atomicfile.WriteFile(path+".bak", old, 0o644); err != nil {
-			return err
-		}
-	}
-	return atomicfile.WriteFile(path, data, 0o644)
 }
 
 // EncodeOffsets writes consumerOffset.json as RocketMQ's
