@@ -950,13 +950,14 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 				d.addCode(queues, i, ent.Entry.TagsCode)
 			}
 		}
-		if noQueue(&m) {
+		unqueued := noQueue(&m)
+		if unqueued {
 			noTopic++
 			if noTopic == 1 {
 				firstNoTopic = e.Offset
 			}
 		}
-		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex && !beforeDeletion && !noQueue(&m) {
+		if tx != commitlog.TransactionRollback && !d.opts.SkipKeyIndex && !beforeDeletion && !unqueued {
 			keys, _ := commitlog.LookupProperty(m.Properties, "KEYS")
 			uniq, _ := commitlog.LookupProperty(m.Properties, "UNIQ_KEY")
 			kb.add(m.Topic, keys, uniq, e.Offset, m.StoreTimestamp)
