@@ -785,6 +785,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	for _, fn := range minSubs {
 		fn(minOff)
 	}
+	if b.ctl != nil {
+		b.holdUnconfirmed(clog)
+	}
 	b.disp.Start()
 	if err := b.catchUpDispatch(ctx); err != nil {
 		return fmt.Errorf("dispatch the CommitLog tail: %w", err)

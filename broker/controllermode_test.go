@@ -130,6 +130,9 @@ type ctlBroker struct {
 	store    string
 	settings map[string]string
 	sup      *Supervisor
+	// configure, when set, is applied to each Broker the Supervisor
+	// starts, before its Start.
+	configure func(*Broker)
 }
 
 func newCtlBroker(t *testing.T, controllerAddr, namesrvAddr string) *ctlBroker {
@@ -172,6 +175,7 @@ func (c *ctlBroker) start() {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	s.configure = c.configure
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
@@ -817,5 +821,73 @@ func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 	if reported.MaxOffset != end || reported.Epoch != 1 {
 		t.Fatalf("heartbeat before the Broker started: epoch %d maxOffset %d, want epoch 1 and the store's end %d",
 			reported.Epoch, reported.MaxOffset, end)
+	}
+}
+
+// With allAckInSyncStateSet a master shows consumers only the records
+// every member of its sync state set holds (RocketMQ's dispatch stops at
+// the confirm offset): a send its slave, cut off but still connected and
+// in the set, never acknowledged is in the master's CommitLog but not in
+// its ConsumeQueue, so no consumer reads a record that a failover to that
+// slave would take back; it appears once the slave holds it. The slave,
+// too, shows only what its master confirmed.
+func TestControllerModeAllAckHidesUnconfirmedRecords(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	for _, c := range []*ctlBroker{a, b} {
+		c.settings["allAckInSyncStateSet"] = "true"
+		// The held slave stays in the set for the whole test.
+		c.settings["haMaxTimeSlaveNotCatchup"] = "120000"
+		c.settings["syncFlushTimeout"] = "500"
+	}
+	a.start()
+	// The slave reaches the master's HA port through a forwarder that
+	// can hold its bytes without closing the connection.
+	ha := testutil.StartForwarder(t, "127.0.0.1:"+a.settings["haListenPort"])
+	b.configure = func(br *Broker) {
+		if br.isSlave() {
+			br.cfg.HAMasterAddress = ha.Addr()
+		}
+	}
+	b.start()
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	ca := dialCtl(t, a.addr())
+	mustSend(t, ca, "TopicTest", 0, "confirmed", "")
+	maxOffset := func(c *remoting.Client) int64 {
+		t.Helper()
+		r := call(t, c, remoting.GetMaxOffset, map[string]string{"topic": "TopicTest", "queueId": "0"}, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_MAX_OFFSET: code %d %s", r.Code, r.Remark)
+		}
+		return header(t, r, "offset")
+	}
+	waitUntil(t, 10*time.Second, "the confirmed send to be consumable", func() bool { return maxOffset(ca) == 1 })
+
+	ha.Hold()
+	if r := sendV2(t, ca, "TopicTest", 0, "not confirmed", ""); r.Code != remoting.FlushSlaveTimeout {
+		t.Fatalf("send with the set's slave cut off: code %d %s, want FLUSH_SLAVE_TIMEOUT", r.Code, r.Remark)
+	}
+	end := a.end()
+	// Several dispatcher wake-ups (appends, flushes) later the record is
+	// still not shown.
+	time.Sleep(500 * time.Millisecond)
+	if got := maxOffset(ca); got != 1 {
+		t.Fatalf("queue max offset %d on the master with the record unconfirmed, want 1", got)
+	}
+	if lim := a.sup.Broker().clog.ConfirmLimit(); lim < 0 || lim >= end {
+		t.Fatalf("the master's confirm limit %d, want one below its end %d", lim, end)
+	}
+	if got := len(a.sup.role().syncSet); got != 2 {
+		t.Fatalf("the sync state set has %d members while the slave is held, want 2", got)
+	}
+
+	ha.Release()
+	waitUntil(t, 20*time.Second, "the slave to hold the master's log", func() bool { return b.end() == end })
+	waitUntil(t, 10*time.Second, "the record to be shown once the slave holds it", func() bool { return maxOffset(ca) == 2 })
+	cb := dialCtl(t, b.addr())
+	waitUntil(t, 10*time.Second, "the slave to show both records", func() bool { return maxOffset(cb) == 2 })
+	if lim := b.sup.Broker().clog.ConfirmLimit(); lim != end {
+		t.Fatalf("the slave's confirm limit %d, want the master's confirm offset %d", lim, end)
 	}
 }

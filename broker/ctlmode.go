@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -131,6 +132,34 @@ func (b *Broker) processExchangeHAInfo(_ context.Context, conn *remoting.Conn, r
 	return resp
 }
 
+// storedConfirm is the confirm offset the store recorded (the
+// checkpoint's confirmPhyOffset), brought within the CommitLog as
+// RocketMQ's recovery corrects it.
+func storedConfirm(clog *commitlog.Log) int64 {
+	return min(max(clog.Checkpoint().ConfirmPhyOffset, clog.MinOffset()), clog.MaxOffset())
+}
+
+// holdUnconfirmed sets the confirm limit a controller-mode broker starts
+// with, before dispatch resumes: consumers see only the records the
+// store last knew confirmed (RocketMQ's recovery dispatches up to its
+// stored confirm offset) until the AutoSwitch HA service moves the limit.
+// A slave is always held (its master's confirm offset moves it); a
+// master only with allAckInSyncStateSet and a sync state set larger than
+// itself, where its slaves' acknowledgements move it. A master alone, or
+// one without allAckInSyncStateSet, shows everything it holds (RocketMQ's
+// changeToMaster dispatches a promoted slave's whole log).
+func (b *Broker) holdUnconfirmed(clog *commitlog.Log) {
+	if !b.isSlave() && (len(b.ctl.syncSet) <= 1 || !b.cfg.AllAckInSyncStateSet) {
+		return
+	}
+	at := storedConfirm(clog)
+	clog.SetConfirmLimit(at)
+	if at < clog.MaxOffset() {
+		b.log.Info().Int64("confirmOffset", at).Int64("end", clog.MaxOffset()).
+			Msg("controller mode: records past the stored confirm offset are shown once the sync state set confirms them")
+	}
+}
+
 // startAutoSwitchMaster serves the group's slaves on port with RocketMQ's
 // AutoSwitch HA (controller mode): the epoch file's last entry is the
 // epoch the controller elected this broker in (noted at storesOpen).
@@ -143,6 +172,8 @@ func (b *Broker) startAutoSwitchMaster(port int) error {
 		SyncStateSet:            b.ctl.syncSet,
 		SyncStateSetChanged:     b.ctl.propose,
 		AllAckInSyncStateSet:    b.cfg.AllAckInSyncStateSet,
+		StoredConfirmOffset:     storedConfirm(b.clog),
+		ConfirmLimit:            b.clog.SetConfirmLimit,
 		HeartbeatInterval:       b.cfg.HASendHeartbeatInterval,
 		HousekeepingInterval:    b.cfg.HAHousekeepingInterval,
 		TransferBatchSize:       b.cfg.HATransferBatchSize,
@@ -174,6 +205,8 @@ func (b *Broker) startAutoSwitchSlave() {
 		Epochs:               b.ctl.epochs,
 		SyncFromLastFile:     b.cfg.SyncFromLastFile,
 		AsyncLearner:         b.cfg.AsyncLearner,
+		StoredConfirmOffset:  storedConfirm(b.clog),
+		ConfirmLimit:         b.clog.SetConfirmLimit,
 		HeartbeatInterval:    b.cfg.HASendHeartbeatInterval,
 		HousekeepingInterval: b.cfg.HAHousekeepingInterval,
 		Logger:               b.root,

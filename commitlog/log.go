@@ -109,8 +109,13 @@ type Log struct {
 
 	// tailing
 	appendCh atomic.Pointer[chan struct{}] // closed on the next append
-	notifyMu sync.Mutex
-	notify   atomic.Pointer[[]chan struct{}]
+	// confirmLimit bounds confirmed readers (SetConfirmLimit; -1: none);
+	// confirmCh is closed and replaced when it changes, under confirmMu.
+	confirmLimit atomic.Int64
+	confirmMu    sync.Mutex
+	confirmCh    chan struct{}
+	notifyMu     sync.Mutex
+	notify       atomic.Pointer[[]chan struct{}]
 
 	// retention
 	minSubsMu sync.Mutex
@@ -165,11 +170,13 @@ func Open(cfg Config) (*Log, error) {
 		segSize:   cfg.SegmentSize,
 		flushKick: make(chan struct{}, 1),
 		forceKick: make(chan struct{}, 1),
+		confirmCh: make(chan struct{}),
 
 		prefaultKick: make(chan struct{}, 1),
 		flushCh:      make(chan struct{}),
 		stop:         make(chan struct{}),
 	}
+	l.confirmLimit.Store(noConfirmLimit)
 	l.retention.Store(&Retention{
 		FileReservedTime:      cfg.FileReservedTime,
 		DeleteWhen:            slices.Clone(cfg.DeleteWhen),

@@ -137,6 +137,9 @@ type Reader struct {
 	// confirmed: the Reader ends at ConfirmedOffset, not at the write
 	// position.
 	confirmed bool
+	// crossEnd is the end of the record at off when the confirmed end
+	// last cut through it (Wait waits for the whole record), else 0.
+	crossEnd int64
 }
 
 // NewReader returns a Reader positioned at from, which must be a record
@@ -146,18 +149,28 @@ func (l *Log) NewReader(from int64) *Reader { return &Reader{l: l, off: from} }
 
 // NewConfirmedReader is NewReader for a reader that must only see
 // records up to ConfirmedOffset: the dispatcher, so that what consumers
-// are shown under SyncFlush is on disk.
+// are shown under SyncFlush is on disk, and in controller mode held by
+// the replicas the confirm limit stands for (SetConfirmLimit).
 func (l *Log) NewConfirmedReader(from int64) *Reader {
-	return &Reader{l: l, off: from, confirmed: l.stopsAtFlushed()}
+	return &Reader{l: l, off: from, confirmed: true}
 }
 
 // ConfirmedOffset is the end of the records confirmed readers see
-// (RocketMQ's confirm offset): under SyncFlush the flushed offset, unless
-// Config.ReadUncommitted; otherwise the write position.
+// (RocketMQ's confirm offset): the write position, or less: under
+// SyncFlush the flushed offset, and the confirm limit when one is set;
+// with Config.ReadUncommitted always the write position. It may fall
+// inside a record (a confirm limit from a slave's acknowledgement):
+// confirmed readers stop before a record that crosses it.
 func (l *Log) ConfirmedOffset() int64 {
 	end := l.writePos.Load()
-	if l.stopsAtFlushed() {
+	if l.cfg.ReadUncommitted {
+		return end
+	}
+	if l.cfg.FlushType == SyncFlush {
 		end = min(end, l.flushedPos.Load())
+	}
+	if lim := l.confirmLimit.Load(); lim >= 0 {
+		end = min(end, lim)
 	}
 	return end
 }
@@ -181,7 +194,8 @@ func (r *Reader) Next() (Entry, error) {
 		if l.closedFlag.Load() {
 			return Entry{}, ErrClosed
 		}
-		end := l.writePos.Load()
+		written := l.writePos.Load()
+		end := written
 		if r.confirmed {
 			end = l.ConfirmedOffset()
 		}
@@ -222,9 +236,16 @@ func (r *Reader) Next() (Entry, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("reader at %d: %w", r.off, err)
 		}
-		if size < minRecordV1V4V4 || rel+int64(size) > s.size || r.off+int64(size) > end {
+		if size < minRecordV1V4V4 || rel+int64(size) > s.size || r.off+int64(size) > written {
 			return Entry{}, fmt.Errorf("reader at %d: %w: size %d", r.off, ErrCorrupt, size)
 		}
+		if r.off+int64(size) > end {
+			// A whole record the confirmed end cuts through: it is shown
+			// when the end passes it.
+			r.crossEnd = r.off + int64(size)
+			return Entry{}, ErrNoMoreData
+		}
+		r.crossEnd = 0
 		e := Entry{Offset: r.off, Size: size, Data: s.data[rel : rel+int64(size) : rel+int64(size)]}
 		r.off += int64(size)
 		return e, nil
@@ -236,7 +257,10 @@ func (r *Reader) Next() (Entry, error) {
 // (ErrClosed).
 func (r *Reader) Wait(ctx context.Context) error {
 	if r.confirmed {
-		return r.l.waitFlushedBeyond(ctx, r.off)
+		if r.crossEnd > r.off {
+			return r.l.waitConfirmedBeyond(ctx, r.crossEnd-1)
+		}
+		return r.l.waitConfirmedBeyond(ctx, r.off)
 	}
 	return r.l.WaitBeyond(ctx, r.off)
 }

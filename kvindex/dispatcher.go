@@ -622,17 +622,20 @@ func (d *Dispatcher) Close() error {
 // Dispatched returns the offset up to which every record is indexed.
 func (d *Dispatcher) Dispatched() int64 { return d.next.Load() }
 
-// Lag returns how many CommitLog bytes are appended but not yet indexed.
-func (d *Dispatcher) Lag() int64 { return max(0, d.opts.Log.MaxOffset()-d.next.Load()) }
+// Lag returns how many CommitLog bytes are appended but not yet indexed,
+// leaving out those a controller-mode confirm limit holds back
+// (commitlog.Log.LimitedEnd; RocketMQ's dispatchBehindBytes also counts
+// only up to its confirm offset).
+func (d *Dispatcher) Lag() int64 { return max(0, d.opts.Log.LimitedEnd()-d.next.Load()) }
 
 // ErrDispatchBehind is returned by Admit when dispatch stayed more than
 // MaxLagBytes behind the CommitLog for the whole wait it was given.
 var ErrDispatchBehind = errors.New("dispatch is behind the CommitLog")
 
 // Behind reports whether an appender would have to wait in Admit now:
-// dispatch is more than MaxLagBytes behind the CommitLog's end.
+// dispatch is more than MaxLagBytes behind the CommitLog's end (Lag).
 func (d *Dispatcher) Behind() bool {
-	return d.opts.MaxLagBytes > 0 && d.opts.Log.MaxOffset()-d.next.Load() > d.opts.MaxLagBytes
+	return d.opts.MaxLagBytes > 0 && d.Lag() > d.opts.MaxLagBytes
 }
 
 // Admit is called by an appender before it appends. While dispatch is more
@@ -646,7 +649,7 @@ func (d *Dispatcher) Admit(ctx context.Context, wait time.Duration) error {
 	bound := d.opts.MaxLagBytes
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	err := d.WaitFor(wctx, d.opts.Log.MaxOffset()-bound)
+	err := d.WaitFor(wctx, d.opts.Log.LimitedEnd()-bound)
 	if err == nil {
 		return nil
 	}
@@ -700,9 +703,36 @@ func (d *Dispatcher) forget(ch chan struct{}) {
 	}
 }
 
-// CatchUp waits until everything appended so far is indexed.
+// CatchUp waits until everything appended so far is indexed; under a
+// controller-mode confirm limit (commitlog.Log.SetConfirmLimit), what is
+// confirmed so far: the records ending at or before the limit.
 func (d *Dispatcher) CatchUp(ctx context.Context) error {
-	return d.WaitFor(ctx, d.opts.Log.MaxOffset())
+	end := d.opts.Log.MaxOffset()
+	if d.opts.Log.LimitedEnd() < end {
+		end = d.confirmedRecordsEnd()
+	}
+	return d.WaitFor(ctx, end)
+}
+
+// confirmedRecordsEnd is the end of the last whole record a confirmed
+// reader sees now, found by walking the records dispatch has not indexed
+// yet (the limit may fall inside a record, where dispatch stops short of
+// it).
+func (d *Dispatcher) confirmedRecordsEnd() int64 {
+	r := d.opts.Log.NewConfirmedReader(d.next.Load())
+	defer r.Close()
+	for {
+		_, err := r.Next()
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, commitlog.ErrNoMoreData) {
+			return r.Offset()
+		}
+		// Dispatch meets the same damage and reports it; wait for the
+		// limit as before the walk.
+		return d.opts.Log.LimitedEnd()
+	}
 }
 
 func (d *Dispatcher) wake(stopErr error) {

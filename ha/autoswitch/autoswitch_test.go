@@ -135,10 +135,21 @@ type follower struct {
 
 func startSlave(t *testing.T, addr string, id int64, l *commitlog.Log, epochs *EpochCache) *follower {
 	t.Helper()
+	return startSlaveWith(t, addr, id, l, epochs, nil)
+}
+
+// startSlaveWith is startSlave with adjust applied to the client's
+// configuration.
+func startSlaveWith(t *testing.T, addr string, id int64, l *commitlog.Log, epochs *EpochCache, adjust func(*ClientConfig)) *follower {
+	t.Helper()
 	f := &follower{out: &syncLog{}, done: make(chan struct{})}
-	f.c = NewClient(ClientConfig{MasterAddr: func() string { return addr }, BrokerID: id, Log: l, Epochs: epochs,
+	cfg := ClientConfig{MasterAddr: func() string { return addr }, BrokerID: id, Log: l, Epochs: epochs,
 		HeartbeatInterval: 50 * time.Millisecond, HousekeepingInterval: 2 * time.Second, RetryInterval: 50 * time.Millisecond,
-		Logger: zerolog.New(f.out)})
+		Logger: zerolog.New(f.out)}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	f.c = NewClient(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		defer close(f.done)

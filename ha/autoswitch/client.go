@@ -80,6 +80,17 @@ type ClientConfig struct {
 	HousekeepingInterval time.Duration
 	// RetryInterval is the wait before dialling again after a failure.
 	RetryInterval time.Duration
+	// StoredConfirmOffset is the confirm offset the store last recorded
+	// (the checkpoint's confirmPhyOffset): ConfirmOffset until the first
+	// transfer, as RocketMQ's slave reports its stored one. Negative:
+	// none (-1).
+	StoredConfirmOffset int64
+	// ConfirmLimit, when set, is told the confirm offset of every
+	// transfer (the master's, at most this replica's end), where
+	// consumers' reads on this slave must stop (RocketMQ's slave
+	// dispatches up to it). Called from Run's goroutine; it must not
+	// block (the broker hands it to commitlog.Log.SetConfirmLimit).
+	ConfirmLimit func(limit int64)
 	// Logger receives the client's events.
 	Logger zerolog.Logger
 }
@@ -114,7 +125,8 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = DefaultRetryInterval
 	}
-	return &Client{cfg: cfg, log: cfg.Logger.With().Str("component", "autoswitch-ha").Logger(), state: StateReady, confirm: -1}
+	return &Client{cfg: cfg, log: cfg.Logger.With().Str("component", "autoswitch-ha").Logger(), state: StateReady,
+		confirm: max(cfg.StoredConfirmOffset, -1)}
 }
 
 // BecomeSlave checks that this broker may follow a master of
@@ -339,9 +351,16 @@ func (c *Client) apply(f MasterFrame, epoch *int32) error {
 			return fmt.Errorf("append %d bytes the master sent at %d: %w", len(f.Body), h.Offset, err)
 		}
 	}
+	confirm := min(h.ConfirmOffset, c.cfg.Log.MaxOffset())
 	c.mu.Lock()
-	c.confirm = min(h.ConfirmOffset, c.cfg.Log.MaxOffset())
+	changed := c.confirm != confirm
+	c.confirm = confirm
 	c.mu.Unlock()
+	if changed && c.cfg.ConfirmLimit != nil {
+		// A negative confirm offset (none a master should send) shows
+		// nothing new, as RocketMQ's slave's reput would.
+		c.cfg.ConfirmLimit(max(confirm, 0))
+	}
 	return nil
 }
 

@@ -51,6 +51,20 @@ type ServerConfig struct {
 	// the lowest acknowledgement of the SyncStateSet's slaves; otherwise
 	// it is the master's end.
 	AllAckInSyncStateSet bool
+	// StoredConfirmOffset is the confirm offset the store last recorded
+	// (the checkpoint's confirmPhyOffset): the confirm offset until every
+	// slave of the SyncStateSet has connected, as RocketMQ's master
+	// keeps its stored one (getConfirmOffsetDirectly). Zero or less:
+	// none, the master's end stands in.
+	StoredConfirmOffset int64
+	// ConfirmLimit, when set, is told where consumers' reads must stop:
+	// with AllAckInSyncStateSet and a SyncStateSet larger than the master
+	// the confirm offset (what every member holds), otherwise -1 (no
+	// limit: the master's end, RocketMQ's getConfirmOffset). It is called
+	// at Start and whenever the value changes, in order, with the
+	// server's lock held: it must not block or call the Server (the
+	// broker hands it to commitlog.Log.SetConfirmLimit).
+	ConfirmLimit func(limit int64)
 	// HeartbeatInterval is haSendHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	// HousekeepingInterval is haHousekeepingInterval: a slave silent this
@@ -160,6 +174,7 @@ type Server struct {
 	syncing    bool                // a proposal is in flight
 	caughtUp   map[int64]time.Time // per slave id, when it last caught up
 	confirm    int64               // computed confirm offset, -1 before the first
+	limit      int64               // last value given to ConfirmLimit (-2 before the first)
 	proposals  [][]int64           // for the notifier, in order
 	notifyWake chan struct{}
 }
@@ -203,6 +218,10 @@ func NewServer(cfg ServerConfig) *Server {
 	cfg = cfg.withDefaults()
 	local := slices.Clone(cfg.SyncStateSet)
 	slices.Sort(local)
+	confirm := int64(-1)
+	if cfg.StoredConfirmOffset > 0 {
+		confirm = cfg.StoredConfirmOffset
+	}
 	return &Server{
 		cfg:        cfg,
 		log:        cfg.Logger.With().Str("component", "autoswitch-ha").Logger(),
@@ -210,7 +229,8 @@ func NewServer(cfg ServerConfig) *Server {
 		changed:    make(chan struct{}),
 		local:      local,
 		caughtUp:   map[int64]time.Time{},
-		confirm:    -1,
+		confirm:    confirm,
+		limit:      -2,
 		notifyWake: make(chan struct{}, 1),
 	}
 }
@@ -226,6 +246,9 @@ func (s *Server) Start() error {
 	}
 	s.ln = ln
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.publishLimitLocked()
+	s.mu.Unlock()
 	s.wg.Add(3)
 	go s.accept()
 	go s.checkSyncStateSet()
@@ -470,6 +493,7 @@ func (s *Server) acknowledge(c *slave, offset int64) {
 	}
 	if slices.Contains(s.local, id) {
 		s.confirm = s.computeConfirmLocked()
+		s.publishLimitLocked()
 	}
 	s.signalLocked()
 }
@@ -538,6 +562,7 @@ func (s *Server) SetSyncStateSet(set []int64) {
 	s.syncing = false
 	s.remote = nil
 	s.confirm = s.computeConfirmLocked()
+	s.publishLimitLocked()
 	s.signalLocked()
 }
 
@@ -614,6 +639,22 @@ func (s *Server) confirmOffsetLocked() int64 {
 		s.confirm = s.computeConfirmLocked()
 	}
 	return s.confirm
+}
+
+// publishLimitLocked gives ConfirmLimit the limit consumers' reads stop
+// at, when it changed.
+func (s *Server) publishLimitLocked() {
+	if s.cfg.ConfirmLimit == nil {
+		return
+	}
+	limit := int64(-1)
+	if len(s.local) > 1 && s.cfg.AllAckInSyncStateSet {
+		limit = s.confirmOffsetLocked()
+	}
+	if limit != s.limit {
+		s.limit = limit
+		s.cfg.ConfirmLimit(limit)
+	}
 }
 
 // ConfirmOffset is the master's confirm offset, sent to slaves in every

@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -10,13 +9,18 @@ import (
 // Forwarder is one address in front of servers that can change, as a
 // load balancer's or a DNS name's: each connection it accepts is relayed
 // to the next of its servers, the last one staying. Tests of what a
-// client does when the server behind an address goes away use it.
+// client does when the server behind an address goes away use it, and,
+// with Hold, of what a peer does when a connection stays open but
+// carries nothing (a network partition that closes no socket).
 type Forwarder struct {
-	ln    net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex // guards to and conns
-	to    []string
-	conns []net.Conn
+	ln     net.Listener
+	wg     sync.WaitGroup
+	mu     sync.Mutex // guards to, conns, held and closed
+	to     []string
+	conns  []net.Conn
+	held   bool
+	closed bool
+	moved  *sync.Cond // broadcast when held or closed changes
 }
 
 // StartForwarder listens on a loopback port and relays connections to
@@ -29,6 +33,7 @@ func StartForwarder(t testing.TB, to string) *Forwarder {
 		t.Fatal(err)
 	}
 	f := &Forwarder{ln: ln, to: []string{to}}
+	f.moved = sync.NewCond(&f.mu)
 	f.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -41,6 +46,8 @@ func StartForwarder(t testing.TB, to string) *Forwarder {
 	t.Cleanup(func() {
 		_ = ln.Close()
 		f.mu.Lock()
+		f.closed = true
+		f.moved.Broadcast()
 		for _, c := range f.conns {
 			_ = c.Close()
 		}
@@ -61,6 +68,41 @@ func (f *Forwarder) Route(to ...string) {
 	f.to = to
 }
 
+// Hold stops relaying bytes, both ways, on every connection, keeping the
+// connections open; Release lets them go on.
+func (f *Forwarder) Hold() { f.setHeld(true) }
+
+// Release undoes Hold.
+func (f *Forwarder) Release() { f.setHeld(false) }
+
+func (f *Forwarder) setHeld(held bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held = held
+	f.moved.Broadcast()
+}
+
+// copy relays src to dst, waiting while the Forwarder holds.
+func (f *Forwarder) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			f.mu.Lock()
+			for f.held && !f.closed {
+				f.moved.Wait()
+			}
+			f.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (f *Forwarder) relay(c net.Conn) {
 	f.mu.Lock()
 	to := f.to[0]
@@ -77,8 +119,8 @@ func (f *Forwarder) relay(c net.Conn) {
 	f.conns = append(f.conns, c, s)
 	f.mu.Unlock()
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = io.Copy(s, c); _ = s.Close() })
-	_, _ = io.Copy(c, s)
+	wg.Go(func() { f.copy(s, c); _ = s.Close() })
+	f.copy(c, s)
 	_ = c.Close()
 	wg.Wait()
 }
