@@ -710,11 +710,12 @@ func TestControllerModeAsyncLearner(t *testing.T) {
 }
 
 // With minInSyncReplicas=2 a controller-mode master alone in its sync
-// state set refuses the sends that wait for replication before storing
-// them, as RocketMQ's put (IN_SYNC_REPLICAS_NOT_ENOUGH, answered
-// SYSTEM_ERROR "in-sync replicas not enough"); a send with WAIT=false is
-// stored (RocketMQ's needHandleHA is false for it), and once a slave is in
-// the set the waiting sends go through.
+// state set refuses the puts that wait for replication before storing
+// them, as RocketMQ's CommitLog put (IN_SYNC_REPLICAS_NOT_ENOUGH, answered
+// SYSTEM_ERROR "in-sync replicas not enough"): a producer's send, and the
+// broker's own puts such as an END_TRANSACTION commit's; a send with
+// WAIT=false is stored (RocketMQ's needHandleHA is false for it), and
+// once a slave is in the set the waiting puts go through.
 func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	ctlAddr := startTestController(t, false, true)
 	a := newCtlBroker(t, ctlAddr, "")
@@ -730,6 +731,33 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	b.start()
 	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
 	mustSend(t, ca, "TopicTest", 0, "two in the set", "")
+	half := sendHalf(t, ca, "TxT", 0, "UNIQ-MIN-ISR", "payload", "", time.Now().UnixMilli())
+
+	// The slave leaves: the committed message's put (it waits, as the
+	// half did) is refused, and the message is not in its topic.
+	b.stop()
+	waitUntil(t, 20*time.Second, "the sync state set to shrink", func() bool { return len(a.sup.role().syncSet) == 1 })
+	if r := endTxn(t, ca, half, "pg", 8, false); r.Code != remoting.SystemError || r.Remark != inSyncReplicasRemark {
+		t.Fatalf("END_TRANSACTION commit on a master alone in its set: code %d %q, want SYSTEM_ERROR %q", r.Code, r.Remark, inSyncReplicasRemark)
+	}
+	maxOffset := func(topic string) int64 {
+		t.Helper()
+		r := call(t, ca, remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
+		if r.Code != remoting.Success {
+			t.Fatalf("GET_MAX_OFFSET %s: code %d %s", topic, r.Code, r.Remark)
+		}
+		return header(t, r, "offset")
+	}
+	if got := maxOffset("TxT"); got != 0 {
+		t.Fatalf("TxT holds %d messages after the refused commit, want 0", got)
+	}
+
+	b.start()
+	waitUntil(t, 20*time.Second, "the sync state set to hold both again", func() bool { return len(a.sup.role().syncSet) == 2 })
+	if r := endTxn(t, ca, half, "pg", 8, false); r.Code != remoting.Success {
+		t.Fatalf("END_TRANSACTION commit with two in the set: code %d %q", r.Code, r.Remark)
+	}
+	waitUntil(t, 10*time.Second, "the committed message in its topic", func() bool { return maxOffset("TxT") == 1 })
 }
 
 // A broker that finds no controller at its start keeps trying, as

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
@@ -268,6 +269,20 @@ func (b *Broker) inSyncReplicasShort() bool {
 
 // inSyncReplicasRemark is RocketMQ's remark for IN_SYNC_REPLICAS_NOT_ENOUGH.
 const inSyncReplicasRemark = "in-sync replicas not enough"
+
+// errInSyncReplicasNotEnough is a put refused by inSyncReplicasShort
+// (RocketMQ's IN_SYNC_REPLICAS_NOT_ENOUGH): nothing was stored.
+var errInSyncReplicasNotEnough = errors.New(inSyncReplicasRemark)
+
+// waitsForReplicas reports whether RocketMQ's put would wait for msgs to
+// replicate (its needHandleHA): unless the message says WAIT=false, every
+// put on a SYNC_MASTER does, the broker's own (deliveries of delayed and
+// timer messages, transaction commits, send-backs, POP checkpoints and
+// revives) included.
+func waitsForReplicas(msgs []*commitlog.Message) bool {
+	v, ok := commitlog.LookupProperty(msgs[0].Properties, propWait)
+	return !ok || v != "false"
+}
 
 // stopReplication closes the HA server (the client stops with the
 // broker's background tasks) and a slave's connection to its master,

@@ -301,11 +301,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 			return parkRefusal(err)
 		}
 	}
-	if waitFlush && b.inSyncReplicasShort() {
-		return fail(remoting.SystemError, inSyncReplicasRemark)
-	}
 	began := time.Now()
 	res, err := b.appendMessages(ctx, []*commitlog.Message{msg}, false)
+	if errors.Is(err, errInSyncReplicasNotEnough) {
+		return fail(remoting.SystemError, inSyncReplicasRemark)
+	}
 	if err != nil {
 		b.stats.PutTook(time.Since(began), true)
 		return fail(appendErrorCode(err), "put message failed: %v", err)

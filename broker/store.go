@@ -58,10 +58,17 @@ type appendOptions struct {
 	producerBatch bool
 }
 
-// appendRecords appends msgs as opts says.
+// appendRecords appends msgs as opts says. A controller-mode master
+// with fewer brokers in its sync state set than minInSyncReplicas refuses
+// the puts that wait for replication (errInSyncReplicasNotEnough), as
+// RocketMQ's CommitLog put does, whoever puts; a producer's batch is
+// checked by its send, whose header says whether it waits.
 func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, opts appendOptions) (commitlog.AppendResult, error) {
 	waitFlush, multiDispatch := opts.waitFlush, opts.multiDispatch
 	first := msgs[0]
+	if !opts.producerBatch && b.inSyncReplicasShort() && waitsForReplicas(msgs) {
+		return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, errInSyncReplicasNotEnough)
+	}
 	if b.beforePut != nil {
 		if err := b.beforePut(msgs); err != nil {
 			return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, err)

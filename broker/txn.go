@@ -244,6 +244,11 @@ func (b *Broker) processEndTransaction(ctx context.Context, conn *remoting.Conn,
 				Int64("commitLogOffset", er.CommitLogOffset).Msg("END_TRANSACTION commit stored, its flush still pending")
 			err = nil
 		}
+		if errors.Is(err, errInSyncReplicasNotEnough) {
+			// RocketMQ's remark, with its code (SYSTEM_ERROR).
+			b.log.Warn().Err(err).Str("group", er.ProducerGroup).Str("msgId", er.MsgID).Msg("END_TRANSACTION refused: in-sync replicas not enough")
+			return remoting.NewResponse(req, remoting.SystemError, inSyncReplicasRemark)
+		}
 		if err != nil {
 			code := remoting.SystemError
 			if errors.Is(err, txn.ErrTooLate) {
