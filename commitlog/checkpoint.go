@@ -28,7 +28,8 @@ type Checkpoint struct {
 	// master's flushed offset, kept as found unless SetMasterFlushedOffset
 	// changes it.
 	MasterFlushedOffset int64
-	// ConfirmPhyOffset is the confirmed (replicated) offset (kept as found).
+	// ConfirmPhyOffset is the confirmed (replicated) offset: the last
+	// confirm limit set (Log.SetConfirmLimit), else kept as found.
 	ConfirmPhyOffset int64
 }
 

@@ -104,7 +104,8 @@
 //	                     8 logicsMsgTimestamp  16 indexMsgTimestamp
 //	                    24 masterFlushedOffset 32 confirmPhyOffset
 //	                    (the first is written here, masterFlushedOffset
-//	                    by SetMasterFlushedOffset; the rest are kept)
+//	                    by SetMasterFlushedOffset, confirmPhyOffset by
+//	                    SetConfirmLimit; the rest are kept)
 //
 // # Recovery
 //
@@ -133,7 +134,7 @@
 //	m, err := commitlog.Decode(v.Data) // m.Body aliases v.Data
 //	v.Release()
 //
-//	r := l.NewConfirmedReader(from) // the dispatcher's tail: under SyncFlush, flushed records only
+//	r := l.NewConfirmedReader(from) // the dispatcher's tail: flushed records only under SyncFlush, confirmed ones under a confirm limit
 //	for {
 //		e, err := r.Next()
 //		if err == commitlog.ErrNoMoreData { r.Wait(ctx); continue }
