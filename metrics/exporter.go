@@ -21,8 +21,15 @@ type Exporter struct {
 	done chan struct{}
 }
 
+// Served is what an Exporter serves: a broker's metrics (*Broker) or a
+// controller's (*Controller).
+type Served interface {
+	// Handler serves the metrics in Prometheus' text format.
+	Handler() http.Handler
+}
+
 // Serve listens on addr and serves m until Close.
-func Serve(addr string, m *Broker, log zerolog.Logger) (*Exporter, error) {
+func Serve(addr string, m Served, log zerolog.Logger) (*Exporter, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics exporter: listen on %s: %w", addr, err)

@@ -1,7 +1,8 @@
 // Package metrics exposes a broker's metrics to Prometheus under the names
 // and labels RocketMQ 5 uses when it runs with metricsExporterType=PROM,
 // so that dashboards and alerts written for RocketMQ 5 read rocketkv
-// unchanged.
+// unchanged. A controller's metrics (RocketMQ's ControllerMetricsManager)
+// are Controller's (controller.go), served by the same Exporter.
 //
 // Counters (messages and bytes in and out) and histograms are kept here
 // and fed by the broker's processors (the POP counters by its POP
@@ -325,7 +326,13 @@ var variableLabels = map[string]bool{
 // against the classic character set ([a-zA-Z_][a-zA-Z0-9_]*) that every
 // Prometheus server accepts.
 func ValidConstLabel(name string) bool {
-	return model.LegacyValidation.IsValidLabelName(name) && !strings.HasPrefix(name, "__") && !variableLabels[name]
+	return validLabelName(name) && !variableLabels[name]
+}
+
+// validLabelName reports whether name is a label name of the classic
+// character set that is not reserved (a leading "__").
+func validLabelName(name string) bool {
+	return model.LegacyValidation.IsValidLabelName(name) && !strings.HasPrefix(name, "__")
 }
 
 // Broker holds one broker's metrics. A nil *Broker ignores every call, so

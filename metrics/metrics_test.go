@@ -12,7 +12,7 @@ import (
 )
 
 // scrape serves m on a loopback port and returns one scrape.
-func scrape(t *testing.T, m *Broker) string {
+func scrape(t *testing.T, m Served) string {
 	t.Helper()
 	e, err := Serve("127.0.0.1:0", m, zerolog.Nop())
 	if err != nil {

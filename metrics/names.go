@@ -45,7 +45,8 @@ type declaration struct {
 
 // declared are RocketMQ 5.3.3's declarations of the metrics rocketkv
 // serves (BrokerMetricsManager, RemotingMetricsManager,
-// DefaultStoreMetricsManager, PopMetricsManager). Note
+// DefaultStoreMetricsManager, PopMetricsManager, and the controller's
+// ControllerMetricsManager, unchanged in 5.3.4). Note
 // rocketmq_finish_message_latency: RocketMQ records seconds and declares
 // "ms", so its suffixed name says milliseconds; and rocketmq_pop_revive_lag,
 // a count of messages RocketMQ declares in "milliseconds", so its suffixed
@@ -92,6 +93,16 @@ var declared = map[string]declaration{
 	PopReviveRetryTotal:   {counter, ""},
 	PopReviveLag:          {gauge, "milliseconds"},
 	PopReviveLatency:      {gauge, "milliseconds"},
+	// The controller's (ControllerMetricsManager): role is an up-down
+	// counter, which the exporter types as a gauge.
+	ControllerRole:           {gauge, ""},
+	ControllerDiskUsage:      {gauge, "bytes"},
+	ControllerActiveBrokers:  {gauge, ""},
+	ControllerRequestTotal:   {counter, ""},
+	ControllerRaftOpTotal:    {counter, ""},
+	ControllerElectionTotal:  {counter, ""},
+	ControllerRequestLatency: {histogram, "us"},
+	ControllerRaftOpLatency:  {histogram, "us"},
 }
 
 // Name returns the name under which metric, one of this package's metric

@@ -48,6 +48,17 @@ func TestNamesOfEveryMetric(t *testing.T) {
 		{PopReviveRetryTotal, "rocketmq_pop_revive_retry_messages_total"},
 		{PopReviveLag, "rocketmq_pop_revive_lag_milliseconds"},
 		{PopReviveLatency, "rocketmq_pop_revive_latency_milliseconds"},
+		// The controller's: request_total and the other counters hold
+		// "total" already; the latencies declare "us", the disk usage
+		// "bytes"; role, an up-down counter, is a gauge.
+		{ControllerRole, "role"},
+		{ControllerDiskUsage, "dledger_disk_usage_bytes"},
+		{ControllerActiveBrokers, "active_broker_num"},
+		{ControllerRequestTotal, "request_total"},
+		{ControllerRaftOpTotal, "dledger_op_total"},
+		{ControllerElectionTotal, "election_total"},
+		{ControllerRequestLatency, "request_latency_microseconds"},
+		{ControllerRaftOpLatency, "dledger_op_latency_microseconds"},
 	} {
 		if got := UnitSuffixed.Name(c.bare); got != c.suffixed {
 			t.Errorf("UnitSuffixed.Name(%s) = %s, want %s", c.bare, got, c.suffixed)
