@@ -36,6 +36,24 @@ type Controller struct {
 	NotifyBrokerRoleChanged bool
 	// ProcessReadEvent makes reads confirm leadership through raft.
 	ProcessReadEvent bool
+	// MetricsExporterType is MetricsDisabled or MetricsPROM (RocketMQ's
+	// OTLP_GRPC and LOG exporters are refused, as the broker refuses
+	// them): PROM serves the controller's metrics on
+	// MetricsPromExporterHost (every interface when empty, as RocketMQ's
+	// controller) and MetricsPromExporterPort.
+	MetricsExporterType     string
+	MetricsPromExporterHost string
+	MetricsPromExporterPort int
+	// MetricsLabel adds "key:value,..." constant labels to every series;
+	// MetricsInDelta adds aggregation="delta" (Prometheus counters stay
+	// cumulative, as RocketMQ's do).
+	MetricsLabel   string
+	MetricsInDelta bool
+	// MetricsNameUnitSuffix (rocketkv's own key, the broker's too) serves
+	// the names of RocketMQ 5.1.4 and later, a declared unit appended
+	// (request_latency_microseconds); false the bare names
+	// (request_latency).
+	MetricsNameUnitSuffix bool
 }
 
 // DefaultControllerStorePath is where the controller keeps its raft log
@@ -66,6 +84,12 @@ func controllerFields[T any](ptr func(*T) *Controller) []field[T] {
 		boolean("notifyBrokerRoleChanged", "true", func(c *T) *bool { return &ptr(c).NotifyBrokerRoleChanged }),
 		withAliases(boolean("processReadEvent", "false", func(c *T) *bool { return &ptr(c).ProcessReadEvent }), "isProcessReadEvent"),
 		controllerType[T](),
+		oneOf("metricsExporterType", MetricsDisabled, []string{MetricsDisabled, MetricsPROM}, func(c *T) *string { return &ptr(c).MetricsExporterType }),
+		str("metricsPromExporterHost", "", func(c *T) *string { return &ptr(c).MetricsPromExporterHost }),
+		intRange("metricsPromExporterPort", "5557", 0, 65535, func(c *T) *int { return &ptr(c).MetricsPromExporterPort }),
+		str("metricsLabel", "", func(c *T) *string { return &ptr(c).MetricsLabel }),
+		boolean("metricsInDelta", "false", func(c *T) *bool { return &ptr(c).MetricsInDelta }),
+		boolean("metricsNameUnitSuffix", "true", func(c *T) *bool { return &ptr(c).MetricsNameUnitSuffix }),
 	}
 }
 
@@ -84,7 +108,8 @@ func controllerType[T any]() field[T] {
 // controller's inert keys.
 const (
 	reasonControllerThreads = "no thread pool: controller requests run on the Remoting workers, checked and replicated one at a time"
-	reasonControllerMetrics = "the controller exports no metrics"
+	reasonControllerOTLP    = "read only by RocketMQ's OTLP gRPC exporter; rocketkv's controller serves Prometheus only and refuses metricsExporterType=OTLP_GRPC"
+	reasonControllerLogging = "read only by RocketMQ's LOG metrics exporter; rocketkv's controller serves Prometheus only and refuses metricsExporterType=LOG"
 	reasonJRaft             = "a setting of RocketMQ's jRaft controller (controllerType=jRaft), which rocketkv does not have"
 )
 
@@ -94,11 +119,9 @@ func controllerInert[T any]() []inert[T] {
 	return slices.Concat(
 		inertInts[T](reasonControllerThreads, "controllerThreadPoolNums", "controllerRequestThreadPoolQueueCapacity"),
 		[]inert[T]{inertInt[T]("mappedFileSize", "the raft log is a bbolt file (raft.db under controllerStorePath), not DLedger's mapped files")},
-		inertStrings[T](reasonControllerMetrics, "metricsExporterType", "metricsGrpcExporterTarget", "metricsGrpcExporterHeader",
-			"metricsPromExporterHost", "metricsLabel"),
-		inertInts[T](reasonControllerMetrics, "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills",
-			"metricLoggingExporterIntervalInMills", "metricsPromExporterPort"),
-		inertBools[T](reasonControllerMetrics, "metricsInDelta"),
+		inertStrings[T](reasonControllerOTLP, "metricsGrpcExporterTarget", "metricsGrpcExporterHeader"),
+		inertInts[T](reasonControllerOTLP, "metricGrpcExporterTimeOutInMills", "metricGrpcExporterIntervalInMills"),
+		inertInts[T](reasonControllerLogging, "metricLoggingExporterIntervalInMills"),
 		inertInts[T](reasonJRaft, "jRaftElectionTimeoutMs", "jRaftScanWaitTimeoutMs", "jRaftSnapshotIntervalSecs"),
 		inertStrings[T](reasonJRaft, "jRaftGroupId", "jRaftServerId", "jRaftInitConf", "jRaftControllerRPCAddr"),
 	)

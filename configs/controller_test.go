@@ -26,8 +26,9 @@ func TestControllerDefaultsAreRocketMQs(t *testing.T) {
 	}
 }
 
-// A RocketMQ controller.properties loads: its keys set, the thread pool,
-// metrics and jRaft keys inert, jRaft refused.
+// A RocketMQ controller.properties loads: its keys set (the PROM
+// exporter's among them), the thread pool, OTLP and jRaft keys inert,
+// jRaft refused.
 func TestControllerPropertiesFile(t *testing.T) {
 	p := testutil.WriteFile(t, "controller.properties", `controllerDLegerGroup = group1
 controllerDLegerPeers = n0-127.0.0.1:9878;n1-127.0.0.1:9868
@@ -38,6 +39,11 @@ isProcessReadEvent = true
 scanNotActiveBrokerInterval = 2000
 controllerThreadPoolNums = 16
 metricsExporterType = PROM
+metricsPromExporterHost = 127.0.0.1
+metricsPromExporterPort = 15557
+metricsLabel = instance_id:i1
+metricsInDelta = true
+metricsGrpcExporterTarget = collector:4317
 jRaftGroupId = g
 listenPort = 19876
 someVendorKey = 1
@@ -48,7 +54,9 @@ someVendorKey = 1
 	}
 	c := got.Controller.Controller
 	if c.Group != "group1" || c.Peers != "n0-127.0.0.1:9878;n1-127.0.0.1:9868" || c.SelfID != "n1" || c.StorePath != "/tmp/ctl" ||
-		!c.EnableElectUncleanMaster || !c.ProcessReadEvent || got.Controller.ScanNotActiveBrokerInterval != 2*time.Second {
+		!c.EnableElectUncleanMaster || !c.ProcessReadEvent || got.Controller.ScanNotActiveBrokerInterval != 2*time.Second ||
+		c.MetricsExporterType != MetricsPROM || c.MetricsPromExporterHost != "127.0.0.1" || c.MetricsPromExporterPort != 15557 ||
+		c.MetricsLabel != "instance_id:i1" || !c.MetricsInDelta || !c.MetricsNameUnitSuffix {
 		t.Fatalf("loaded %+v", got.Controller)
 	}
 	if len(got.UnknownKeys) != 1 || got.UnknownKeys[0] != "someVendorKey" {
@@ -58,12 +66,50 @@ someVendorKey = 1
 	for _, k := range got.InertKeys {
 		inert[k.Key] = true
 	}
-	for _, k := range []string{"controllerThreadPoolNums", "metricsExporterType", "jRaftGroupId", "listenPort"} {
+	for _, k := range []string{"controllerThreadPoolNums", "metricsGrpcExporterTarget", "jRaftGroupId", "listenPort"} {
 		if !inert[k] {
 			t.Errorf("%s not reported inert: %v", k, got.InertKeys)
 		}
 	}
+	for _, k := range []string{"metricsExporterType", "metricsPromExporterHost", "metricsPromExporterPort", "metricsLabel", "metricsInDelta"} {
+		if inert[k] {
+			t.Errorf("%s reported inert", k)
+		}
+	}
 	if _, err := LoadControllerFrom(testutil.WriteFile(t, "c.properties", "controllerType=jRaft\n"), nil); err == nil || !strings.Contains(err.Error(), "controllerType") {
 		t.Errorf("jRaft: %v", err)
+	}
+}
+
+// The controller's metrics exporter: off by default (RocketMQ's DISABLE,
+// port 5557, unit-suffixed names); RocketMQ's OTLP_GRPC and LOG exporters
+// are refused as the broker refuses them, and so does the name server
+// that hosts the controller, whose file carries the controller's keys.
+func TestControllerMetricsKeys(t *testing.T) {
+	c := DefaultControllerFile().Controller
+	if c.MetricsExporterType != MetricsDisabled || c.MetricsPromExporterHost != "" || c.MetricsPromExporterPort != 5557 ||
+		c.MetricsLabel != "" || c.MetricsInDelta || !c.MetricsNameUnitSuffix {
+		t.Fatalf("metrics defaults %+v", c)
+	}
+	for _, typ := range []string{"OTLP_GRPC", "LOG", "prometheus"} {
+		if _, err := LoadControllerFrom(testutil.WriteFile(t, "c.properties", "metricsExporterType="+typ+"\n"), nil); err == nil ||
+			!strings.Contains(err.Error(), "metricsExporterType") {
+			t.Errorf("controller metricsExporterType=%s: %v", typ, err)
+		}
+		if _, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", "metricsExporterType="+typ+"\n"), nil); err == nil ||
+			!strings.Contains(err.Error(), "metricsExporterType") {
+			t.Errorf("name server metricsExporterType=%s: %v", typ, err)
+		}
+	}
+	got, err := LoadControllerFrom(testutil.WriteFile(t, "c.properties", "metricsExporterType=prom\nmetricsNameUnitSuffix=false\n"), nil)
+	if err != nil || got.Controller.Controller.MetricsExporterType != MetricsPROM || got.Controller.Controller.MetricsNameUnitSuffix {
+		t.Errorf("prom, bare names: %+v %v", got.Controller.Controller, err)
+	}
+	ns, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", "enableControllerInNamesrv=true\nmetricsExporterType=PROM\nmetricsPromExporterPort=15558\n"), nil)
+	if err != nil || ns.Namesrv.Controller.MetricsExporterType != MetricsPROM || ns.Namesrv.Controller.MetricsPromExporterPort != 15558 {
+		t.Errorf("name server's controller metrics: %+v %v", ns.Namesrv.Controller, err)
+	}
+	if _, err := LoadControllerFrom(testutil.WriteFile(t, "c.properties", "metricsPromExporterPort=70000\n"), nil); err == nil {
+		t.Error("metricsPromExporterPort=70000 accepted")
 	}
 }

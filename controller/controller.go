@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -40,6 +41,9 @@ type Options struct {
 	// (canonical names, new values) back into the configuration file; an
 	// error leaves them in force until restart and is told in the remark.
 	Persist func(map[string]string) error
+	// Metrics, when set, keeps the controller's metrics (Metrics returns
+	// them; StartHost serves them).
+	Metrics *MetricsOptions
 }
 
 // Controller serves RocketMQ's controller requests over Remoting: it hands
@@ -57,6 +61,8 @@ type Controller struct {
 	extra map[string]string
 	// persist is Options.Persist.
 	persist func(map[string]string) error
+	// metrics is nil unless Options.Metrics is set.
+	metrics *metrics.Controller
 
 	cfgMu sync.Mutex
 	// cfg is guarded by cfgMu (UPDATE_CONTROLLER_CONFIG changes it).
@@ -110,7 +116,7 @@ func New(opts Options) (*Controller, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Controller{
+	c := &Controller{
 		log:      opts.Log.With().Str("component", "controller").Logger(),
 		peers:    peers,
 		self:     self,
@@ -125,8 +131,16 @@ func New(opts Options) (*Controller, error) {
 		sending:  map[string]bool{},
 		inactive: make(chan BrokerIdentity, 1024),
 		stop:     make(chan struct{}),
-	}, nil
+	}
+	if opts.Metrics != nil {
+		c.metrics = c.newMetrics(opts.Metrics)
+	}
+	return c, nil
 }
+
+// Metrics returns the controller's metrics, nil unless Options.Metrics
+// was set.
+func (c *Controller) Metrics() *metrics.Controller { return c.metrics }
 
 // Start opens the raft store under controllerStorePath, joins (or
 // bootstraps) the controller cluster and starts the heartbeat scan.
@@ -219,7 +233,7 @@ func (c *Controller) watchLeadership() {
 				c.log.Info().Msg("controller is no longer the leader")
 				continue
 			}
-			if err := c.node.raft.Barrier(applyTimeout).Error(); err != nil {
+			if err := c.raftWait(time.Now(), c.node.raft.Barrier(applyTimeout)); err != nil {
 				c.log.Warn().Err(err).Msg("controller: leader barrier failed")
 				continue
 			}
@@ -289,9 +303,7 @@ func (c *Controller) onBrokerInactive(id BrokerIdentity) {
 func (c *Controller) triggerElect(brokerName string) {
 	tries := max(c.config().ElectMasterMaxRetryCount, 1)
 	for i := 0; i < tries; i++ {
-		res := c.propose(true, func(st *State, ch checks) result {
-			return ch.electMaster(st, ElectMasterHeader{BrokerName: brokerName, BrokerID: -1}, true)
-		})
+		res := c.propose(true, c.elect(ElectMasterHeader{BrokerName: brokerName, BrokerID: -1}, true))
 		if res.code == remoting.Success {
 			c.log.Info().Str("brokerName", brokerName).Str("master", res.ext["masterBrokerId"]).Str("masterEpoch", res.ext["masterEpoch"]).Msg("elected a new master")
 			c.notifyRoleChanged(res.role)
@@ -331,7 +343,7 @@ func (c *Controller) propose(write bool, check func(*State, checks) result) resu
 	c.fsm.mu.RUnlock()
 	if !write || res.event == nil {
 		if c.config().ProcessReadEvent {
-			if err := c.node.raft.VerifyLeader().Error(); err != nil {
+			if err := c.raftWait(time.Now(), c.node.raft.VerifyLeader()); err != nil {
 				return c.raftFailure(err)
 			}
 		}
@@ -341,8 +353,9 @@ func (c *Controller) propose(write bool, check func(*State, checks) result) resu
 	if err != nil {
 		return fail(remoting.SystemError, "%v", err)
 	}
+	start := time.Now()
 	f := c.node.raft.Apply(data, applyTimeout)
-	if err := f.Error(); err != nil {
+	if err := c.raftWait(start, f); err != nil {
 		return c.raftFailure(err)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
@@ -351,13 +364,20 @@ func (c *Controller) propose(write bool, check func(*State, checks) result) resu
 	return res
 }
 
-// raftFailure answers a request whose event could not be committed.
+// raftFailure answers a request whose event could not be committed. Its
+// status is what RocketMQ's request_total counts such a request as: its
+// handler throws when its wait for the log times out (timeout) or the log
+// does not take the event (failed).
 func (c *Controller) raftFailure(err error) result {
+	var res result
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-		return fail(remoting.ControllerNotLeader, "The controller is not in leader state: %v", err)
+		res = fail(remoting.ControllerNotLeader, "The controller is not in leader state: %v", err)
+	} else {
+		c.log.Error().Err(err).Msg("controller: replicating an event failed")
+		res = fail(remoting.SystemError, "replicate the controller event: %v", err)
 	}
-	c.log.Error().Err(err).Msg("controller: replicating an event failed")
-	return fail(remoting.SystemError, "replicate the controller event: %v", err)
+	res.status = raftStatus(err)
+	return res
 }
 
 // notifyRoleChanged tells the group's alive members of a new master with

@@ -86,5 +86,15 @@
 // before (a raft barrier). Requests are checked and replicated one at a
 // time, as RocketMQ's single event thread does.
 //
+// # Metrics
+//
+// With Options.Metrics (metricsExporterType=PROM) the controller keeps
+// RocketMQ's ControllerMetricsManager metrics (package metrics, Controller)
+// and StartHost serves them: each request answered, or refused where
+// RocketMQ's handler throws (result.status), each election the leader
+// runs, each wait for the raft log where RocketMQ appends to DLedger, and
+// at a scrape its role, the brokers alive and the store's size
+// (metrics.go).
+//
 // Safe for concurrent use.
 package controller

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -41,7 +43,14 @@ type connKey struct{}
 
 // respond answers one controller request.
 func (c *Controller) respond(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var start time.Time
+	if c.metrics != nil {
+		start = time.Now()
+	}
 	res := c.serve(conn, req)
+	if c.metrics != nil {
+		c.metrics.Request(req.Code, res.status, time.Since(start))
+	}
 	if res.code != remoting.Success && res.code != remoting.ControllerMasterStillExist {
 		ev := c.log.Warn()
 		if res.code == remoting.SystemError {
@@ -63,9 +72,12 @@ func peerOf(conn *remoting.Conn) string {
 }
 
 // badRequest answers a header or body that cannot be read, as RocketMQ's
-// decoding failure (SYSTEM_ERROR) with the field named.
+// decoding failure (SYSTEM_ERROR) with the field named; RocketMQ's handler
+// throws there, which request_total counts as failed.
 func badRequest(what string, err error) result {
-	return fail(remoting.SystemError, "%s: %v", what, err)
+	res := fail(remoting.SystemError, "%s: %v", what, err)
+	res.status = metrics.OpFailed
+	return res
 }
 
 func (c *Controller) serve(conn *remoting.Conn, req *remoting.Command) result {
@@ -85,7 +97,7 @@ func (c *Controller) serve(conn *remoting.Conn, req *remoting.Command) result {
 		if err != nil {
 			return badRequest("elect master header", err)
 		}
-		res := c.propose(true, func(st *State, ch checks) result { return ch.electMaster(st, h, false) })
+		res := c.propose(true, c.elect(h, false))
 		if res.code == remoting.Success {
 			c.notifyRoleChanged(res.role)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -32,16 +33,21 @@ func ConfigFrom(c configs.Controller, scanNotActiveBrokerInterval time.Duration,
 	return cfg
 }
 
-// Host is a Controller with the Remoting server brokers reach it on.
+// Host is a Controller with the Remoting server brokers reach it on, and
+// the exporter of its metrics when Options.Metrics is set.
 type Host struct {
 	// Controller is the hosted controller.
 	Controller *Controller
 	srv        *remoting.Server
+	// exp is nil unless Options.Metrics is set.
+	exp *metrics.Exporter
 }
 
 // StartHost starts a controller and serves it on rs (rs.Addr empty: every
 // interface at the port of its own controllerDLegerPeers entry, where
-// RocketMQ's controller listens). Shutdown stops both.
+// RocketMQ's controller listens), and its metrics on opts.Metrics.Addr
+// when opts.Metrics is set; an address the exporter cannot listen on
+// stops the start, as it stops RocketMQ's. Shutdown stops them all.
 //
 // A single peer at port 0 ("n0-127.0.0.1:0", for tests) is served on a
 // free port of that host, which then becomes its peer address (the leader
@@ -68,8 +74,7 @@ func StartHost(ctx context.Context, opts Options, rs remoting.ServerConfig) (*Ho
 	if err := srv.Start(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("controller listener on %s: %w", rs.Addr, err), c.Close())
 	}
-	opts.Log.Info().Str("addr", srv.Addr().String()).Str("self", c.self.ID).Msg("controller serving")
-	return &Host{Controller: c, srv: srv}, nil
+	return serveHost(ctx, opts, c, srv)
 }
 
 // startOnFreePort listens first, then starts the controller with the
@@ -90,14 +95,42 @@ func startOnFreePort(ctx context.Context, opts Options, rs remoting.ServerConfig
 		return nil, errors.Join(err, srv.Shutdown(ctx))
 	}
 	c.Register(mux)
-	opts.Log.Info().Str("addr", srv.Addr().String()).Str("self", id).Msg("controller serving")
-	return &Host{Controller: c, srv: srv}, nil
+	return serveHost(ctx, opts, c, srv)
+}
+
+// serveHost starts the metrics exporter of a started controller served
+// on srv, stopping both when it cannot.
+func serveHost(ctx context.Context, opts Options, c *Controller, srv *remoting.Server) (*Host, error) {
+	h := &Host{Controller: c, srv: srv}
+	if opts.Metrics != nil {
+		exp, err := metrics.Serve(opts.Metrics.Addr, c.Metrics(), c.log)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("controller metrics (metricsExporterType=PROM): %w", err), srv.Shutdown(ctx), c.Close())
+		}
+		h.exp = exp
+	}
+	opts.Log.Info().Str("addr", srv.Addr().String()).Str("self", c.self.ID).Msg("controller serving")
+	return h, nil
+}
+
+// MetricsAddr is the address the metrics are served on, nil when they
+// are not.
+func (h *Host) MetricsAddr() net.Addr {
+	if h.exp == nil {
+		return nil
+	}
+	return h.exp.Addr()
 }
 
 // Addr is the address the controller serves on.
 func (h *Host) Addr() string { return h.srv.Addr().String() }
 
-// Shutdown stops the listener, then the controller.
+// Shutdown stops the metrics exporter and the listener, then the
+// controller.
 func (h *Host) Shutdown(ctx context.Context) error {
-	return errors.Join(h.srv.Shutdown(ctx), h.Controller.Close())
+	var errs []error
+	if h.exp != nil {
+		errs = append(errs, h.exp.Close(ctx))
+	}
+	return errors.Join(append(errs, h.srv.Shutdown(ctx), h.Controller.Close())...)
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -20,6 +21,10 @@ type result struct {
 	event  *Event
 	// role is set by an election that chose a new master: whom to notify.
 	role *roleChange
+	// status is the request's request_handle_status: OpSuccess (the zero
+	// value) unless RocketMQ's handler would have thrown instead of
+	// answering (badRequest, raftFailure).
+	status metrics.OpStatus
 }
 
 func fail(code int32, format string, args ...any) result {

@@ -142,8 +142,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	opts := controller.Options{
-		Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
-		Log:    log,
+		Config:        controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
+		Log:           log,
+		Metrics:       controller.MetricsFrom(set.Controller, log),
+		ExtraSettings: controller.MetricsSettings(set.Controller),
 	}
 	if o.config != "" {
 		opts.Persist = func(m map[string]string) error { return configs.PersistControllerSettings(o.config, m) }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,15 +36,18 @@ func execute(t *testing.T, args ...string) (string, error) {
 }
 
 // TestServesOnPeerPortAndKeepsState: the controller, started from a
-// RocketMQ controller.properties, serves on its controllerDLegerPeers port,
-// hands out an id, stops on SIGTERM and has the id after a restart.
+// RocketMQ controller.properties, serves on its controllerDLegerPeers port
+// (and its metrics on metricsPromExporterPort), hands out an id, stops on
+// SIGTERM and has the id after a restart.
 func TestServesOnPeerPortAndKeepsState(t *testing.T) {
-	port := testutil.FreePort(t)
+	port, metricsPort := testutil.FreePort(t), testutil.FreePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	store := filepath.Join(t.TempDir(), "store")
 	conf := testutil.WriteFile(t, "controller.properties", "controllerDLegerGroup = group1\n"+
 		"controllerDLegerPeers = n0-"+addr+"\ncontrollerDLegerSelfId = n0\ncontrollerStorePath = "+store+
-		"\nenableElectUncleanMaster = false\nnotifyBrokerRoleChanged = true\ncontrollerThreadPoolNums = 16\n")
+		"\nenableElectUncleanMaster = false\nnotifyBrokerRoleChanged = true\ncontrollerThreadPoolNums = 16\n"+
+		"metricsExporterType = PROM\nmetricsPromExporterHost = 127.0.0.1\nmetricsPromExporterPort = "+strconv.Itoa(metricsPort)+
+		"\nmetricsLabel = instance_id:i1\n")
 
 	start := func() (*remoting.Client, func()) {
 		cmd := exec.Command(os.Args[0], "--configFile", conf, "--log-format", "json")
@@ -118,6 +123,35 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 	defer tc.Close()
 	if resp, err := tc.Invoke(ctx, remoting.NewRequest(remoting.ControllerGetMetadataInfo, nil, nil)); err != nil || resp.ExtFields["isLeader"] != "true" {
 		t.Fatalf("metadata over TLS: %v %v", resp, err)
+	}
+	// The metrics of the controller restarted from its store: the leader's
+	// role, the store's size, the requests it answered.
+	scrape, err := http.Get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(scrape.Body)
+	_ = scrape.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := `address="` + addr + `",group="group1",instance_id="i1",peer_id="n0"`
+	for _, want := range []string{
+		"role{" + labels + "} 1\n",
+		"dledger_disk_usage_bytes{" + labels + "} ",
+		"request_total{" + labels + `,request_handle_status="success",request_type="CONTROLLER_GET_METADATA_INFO"} `,
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("scrape lacks %s:\n%s", want, text)
+		}
+	}
+	// GET_CONTROLLER_CONFIG lists the metrics keys, which
+	// UPDATE_CONTROLLER_CONFIG does not change at run time.
+	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetControllerConfig, nil, nil)); err != nil || !strings.Contains(string(resp.Body), "metricsExporterType=PROM") {
+		t.Errorf("controller config: %v %v", resp, err)
+	}
+	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("metricsPromExporterPort=1\n"))); err != nil || resp.Code != remoting.InvalidParameter {
+		t.Errorf("update metricsPromExporterPort: %v %v", resp, err)
 	}
 	// A run-time update is written back into the -c file.
 	resp, err = c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true\nisProcessReadEvent=true\n")))

@@ -174,6 +174,10 @@ func run(ctx context.Context, o options) error {
 			opts := controller.Options{
 				Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
 				Log:    log,
+				// RocketMQ's name server has no metrics of its own: the
+				// metrics keys of its file are the embedded controller's.
+				Metrics:       controller.MetricsFrom(set.Controller, log),
+				ExtraSettings: controller.MetricsSettings(set.Controller),
 			}
 			if o.config != "" {
 				opts.Persist = func(m map[string]string) error { return configs.PersistNamesrvSettings(o.config, m) }

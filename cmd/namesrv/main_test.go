@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,13 +271,17 @@ func TestTakesMqnamesrvsCommandLine(t *testing.T) {
 
 // TestControllerInNamesrv: with enableControllerInNamesrv the name server
 // also serves a controller, on the port of its controllerDLegerPeers entry,
-// and both stop on SIGTERM.
+// and the controller's metrics with the file's metricsExporterType=PROM
+// (RocketMQ's name server has none of its own), and all stop on SIGTERM.
 func TestControllerInNamesrv(t *testing.T) {
 	addr := freeAddr(t)
 	ctlAddr := freeAddr(t)
+	metricsAddr := freeAddr(t)
+	_, metricsPort, _ := net.SplitHostPort(metricsAddr)
 	cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json",
 		"--set", "enableControllerInNamesrv=true", "--set", "controllerDLegerPeers=n0-"+ctlAddr,
-		"--set", "controllerDLegerSelfId=n0", "--set", "controllerStorePath="+filepath.Join(t.TempDir(), "ctl"))
+		"--set", "controllerDLegerSelfId=n0", "--set", "controllerStorePath="+filepath.Join(t.TempDir(), "ctl"),
+		"--set", "metricsExporterType=PROM", "--set", "metricsPromExporterHost=127.0.0.1", "--set", "metricsPromExporterPort="+metricsPort)
 	cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
 	logs := &testutil.SyncBuffer{}
 	cmd.Stderr = logs
@@ -312,6 +318,23 @@ func TestControllerInNamesrv(t *testing.T) {
 	}, nil))
 	if err != nil || resp.Code != remoting.Success {
 		t.Fatalf("apply broker id: %v %v", resp, err)
+	}
+	scrape, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := io.ReadAll(scrape.Body)
+	_ = scrape.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`request_total{address="` + ctlAddr + `",group="",peer_id="n0",request_handle_status="success",request_type="CONTROLLER_APPLY_BROKER_ID"} 1`,
+		`role{address="` + ctlAddr + `",group="",peer_id="n0"} 1`,
+	} {
+		if !strings.Contains(string(text), want+"\n") {
+			t.Errorf("the embedded controller's scrape lacks %s:\n%s", want, text)
+		}
 	}
 	ns, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
 	if err != nil {
