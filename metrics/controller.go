@@ -292,8 +292,8 @@ func (m *Controller) RaftAppend(status OpStatus, elapsed time.Duration) {
 // Election records one election's outcome for a group: result is one of
 // ElectionNewMaster, ElectionKeepMaster and ElectionNoMaster. cluster is
 // the requester's clusterName, empty for an election the controller
-// started (RocketMQ's such request has none; an empty label value is
-// no label to Prometheus).
+// started (RocketMQ's such request carries clusterName "" too; an empty
+// label value is no label to Prometheus).
 func (m *Controller) Election(cluster, brokerSet, result string) {
 	if m == nil {
 		return
