@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/internal/remotingtest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -539,10 +540,16 @@ func TestThreePeers(t *testing.T) {
 			if md.ExtFields["isLeader"] != "true" {
 				t.Fatalf("leader metadata %v", md.ExtFields)
 			}
+			if r := c.role(); r != metrics.RoleLeader {
+				t.Errorf("the leader's role metric %d", r)
+			}
 			continue
 		}
 		if md.ExtFields["isLeader"] != "false" {
 			t.Fatalf("follower metadata %v", md.ExtFields)
+		}
+		if r := c.role(); r != metrics.RoleFollower {
+			t.Errorf("%s's role metric %d, want follower", c.self.ID, r)
 		}
 		resp := invoke(t, cl, remoting.ControllerApplyBrokerID, map[string]string{
 			"clusterName": "c1", "brokerName": "broker-b", "appliedBrokerId": "1", "registerCheckCode": "x:1;1",
@@ -566,6 +573,9 @@ func TestThreePeers(t *testing.T) {
 		}
 		return false
 	})
+	if r, rn := leader.role(), next.role(); r != metrics.RoleUnknown || rn != metrics.RoleLeader {
+		t.Errorf("role metrics after the leader stopped: %d (stopped), %d (new leader)", r, rn)
+	}
 	cl := dial(t, next.srv.Addr().String())
 	resp := invoke(t, cl, remoting.ControllerGetNextBrokerID, map[string]string{"clusterName": "c1", "brokerName": "broker-a"}, nil)
 	wantCode(t, "next id at the new leader", resp, remoting.Success)
