@@ -599,6 +599,7 @@ type Broker struct {
 	// Listener is the listeners' idle timeout and socket buffers.
 	Listener Listener
 	// TLSEnable is tls.enable: whether the broker dials the name servers
+	// and the controllers (and the other brokers of its inner requests)
 	// with TLS. "true" or "false"; empty (the default) follows RocketMQ:
 	// TLS when tls.server.mode is enforcing.
 	TLSEnable string
@@ -651,15 +652,11 @@ func (b *Broker) Settings() map[string]string { return brokerSchema.settings(b) 
 // secrets included (Settings reports them masked, so their texts match).
 func (b *Broker) ChangedKeys(next *Broker) []string { return brokerSchema.changed(b, next) }
 
-// DialNamesrvTLS reports whether the broker dials the name servers with
-// TLS: tls.enable, or when it is empty, whether tls.server.mode is
+// DialNamesrvTLS reports whether the broker dials the name servers (and
+// the controllers, through the same client as RocketMQ's BrokerOuterAPI)
+// with TLS: tls.enable, or when it is empty, whether tls.server.mode is
 // enforcing.
-func (b *Broker) DialNamesrvTLS() bool {
-	if b.TLSEnable == "" {
-		return b.TLS.Mode == TLSModeEnforcing
-	}
-	return b.TLSEnable == "true"
-}
+func (b *Broker) DialNamesrvTLS() bool { return DialTLS(b.TLSEnable, b.TLS.Mode) }
 
 // DefaultBroker returns the configuration a broker runs with when no key is
 // set. The values are RocketMQ's defaults unless the field table says

@@ -142,6 +142,10 @@ type ControllerFile struct {
 	Listener Listener
 	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
+	// TLSEnable is tls.enable (useTLS): whether the controller sends its
+	// NOTIFY_BROKER_ROLE_CHANGED notices over TLS; empty follows
+	// RocketMQ, TLS when tls.server.mode is enforcing (DialTLS).
+	TLSEnable string
 	// ProxyProtocol says which connections may open with a PROXY
 	// protocol header.
 	ProxyProtocol ProxyProtocol
@@ -151,11 +155,15 @@ type ControllerFile struct {
 	LogFormat string
 }
 
+// DialTLS reports whether the controller dials brokers with TLS.
+func (c *ControllerFile) DialTLS() bool { return DialTLS(c.TLSEnable, c.TLS.Mode) }
+
 var controllerFileFields = slices.Concat(controllerFields(func(c *ControllerFile) *Controller { return &c.Controller }), []field[ControllerFile]{
 	millisRange("scanNotActiveBrokerInterval", "5000", 1, func(c *ControllerFile) *time.Duration { return &c.ScanNotActiveBrokerInterval }),
 	str("configBlackList", "configBlackList;configStorePath", func(c *ControllerFile) *string { return &c.ConfigBlackList }),
 }, listenerFields(func(c *ControllerFile) *Listener { return &c.Listener }),
 	tlsServerFields(func(c *ControllerFile) *TLS { return &c.TLS }),
+	[]field[ControllerFile]{tlsEnableField(func(c *ControllerFile) *string { return &c.TLSEnable })},
 	proxyProtocolFields(func(c *ControllerFile) *ProxyProtocol { return &c.ProxyProtocol }), []field[ControllerFile]{
 		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(c *ControllerFile) *string { return &c.LogLevel }),
 		oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(c *ControllerFile) *string { return &c.LogFormat }),
@@ -168,11 +176,11 @@ var controllerFileInert = slices.Concat(controllerInert[ControllerFile](), netty
 	{key: "configStorePath", reason: "UPDATE_CONTROLLER_CONFIG writes back into the -c file", parse: func(string) error { return nil }},
 }, inertInts[ControllerFile](namesrvClientSettingController, "connectTimeoutMillis", "clientWorkerThreads", "clientCallbackExecutorThreads",
 	"clientOnewaySemaphoreValue", "clientAsyncSemaphoreValue", "clientChannelMaxIdleTimeSeconds", "clientSocketSndBufSize", "clientSocketRcvBufSize"),
-	inertBools[ControllerFile](namesrvClientSettingController, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "useTLS"))
+	inertBools[ControllerFile](namesrvClientSettingController, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable"))
 
 // namesrvClientSettingController is the reason of the client keys of a
 // controller.
-const namesrvClientSettingController = "a client connection setting (NettyClientConfig); the controller's only connections out are its NOTIFY_BROKER_ROLE_CHANGED notices, sent in plain TCP with its own settings"
+const namesrvClientSettingController = "a client connection setting (NettyClientConfig); the controller's only connections out are its NOTIFY_BROKER_ROLE_CHANGED notices, sent with its own settings (over TLS as tls.enable says)"
 
 var controllerFileSchema = newSchema(controllerFileFields, nil).withInert(controllerFileInert)
 

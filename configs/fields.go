@@ -270,8 +270,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
 	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),
 }, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), proxyProtocolFields(func(b *Broker) *ProxyProtocol { return &b.ProxyProtocol }), listenerFields(func(b *Broker) *Listener { return &b.Listener }), []field[Broker]{
-	// useTLS is NettyClientConfig's name for it in a broker.conf.
-	withAliases(oneOf("tls.enable", "", []string{"", "true", "false"}, func(b *Broker) *string { return &b.TLSEnable }), "useTLS"),
+	tlsEnableField(func(b *Broker) *string { return &b.TLSEnable }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),

@@ -299,9 +299,9 @@ var namesrvClientInert = slices.Concat(
 		"clientChannelMaxIdleTimeSeconds", "clientOnewaySemaphoreValue", "clientSocketRcvBufSize", "clientSocketSndBufSize",
 		"clientWorkerThreads", "connectTimeoutMillis", "maxReconnectIntervalTimeSeconds"),
 	inertBools[Namesrv](namesrvClientSetting, "clientCloseSocketIfTimeout", "clientPooledByteBufAllocatorEnable", "disableCallbackExecutor",
-		"disableNettyWorkerGroup", "enableReconnectForGoAway", "isScanAvailableNameSrv", "scanAvailableNameSrv", "useTLS"),
+		"disableNettyWorkerGroup", "enableReconnectForGoAway", "isScanAvailableNameSrv", "scanAvailableNameSrv"),
 	inertStrings[Namesrv](namesrvClientSetting, "socksProxyConfig"),
 )
 
 // namesrvClientSetting is the reason of namesrvClientInert's keys.
-const namesrvClientSetting = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server sends those notices, and its embedded controller its NOTIFY_BROKER_ROLE_CHANGED notices, in plain TCP with its own settings"
+const namesrvClientSetting = "a client connection setting (NettyClientConfig), read by RocketMQ's name server for its embedded controller and its NOTIFY_MIN_BROKER_ID_CHANGE notices; rocketkv's name server sends those notices, and its embedded controller its NOTIFY_BROKER_ROLE_CHANGED notices, with its own settings (over TLS as tls.enable says)"

@@ -69,6 +69,11 @@ type Namesrv struct {
 	Controller Controller
 	// TLS is the listener's TLS (RocketMQ's tls.server.* keys).
 	TLS TLS
+	// TLSEnable is tls.enable (useTLS): whether the name server sends
+	// its NOTIFY_MIN_BROKER_ID_CHANGE notices, and its embedded
+	// controller its NOTIFY_BROKER_ROLE_CHANGED ones, over TLS; empty
+	// follows RocketMQ, TLS when tls.server.mode is enforcing (DialTLS).
+	TLSEnable string
 	// ProxyProtocol says which connections may open with a PROXY protocol
 	// header.
 	ProxyProtocol ProxyProtocol
@@ -80,6 +85,10 @@ type Namesrv struct {
 	// json.
 	LogFormat string
 }
+
+// DialTLS reports whether the name server (and its embedded controller)
+// dials brokers with TLS.
+func (n *Namesrv) DialTLS() bool { return DialTLS(n.TLSEnable, n.TLS.Mode) }
 
 // namesrvFields is the single list of keys the name server understands.
 // Adding a key means adding a line here and documenting it in
@@ -101,10 +110,11 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	inUnit("waitSecondsForService", "45", time.Second, "seconds", -1<<31, 1<<31-1, func(n *Namesrv) *time.Duration { return &n.WaitForService }),
 	boolean("enableControllerInNamesrv", "false", func(n *Namesrv) *bool { return &n.EnableControllerInNamesrv }),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
-}, controllerFields(func(n *Namesrv) *Controller { return &n.Controller }), tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
-	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
-	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
-})
+}, controllerFields(func(n *Namesrv) *Controller { return &n.Controller }), tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }),
+	[]field[Namesrv]{tlsEnableField(func(n *Namesrv) *string { return &n.TLSEnable })}, proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
+		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
+		oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
+	})
 
 // namesrvSchema is the name server's key table with its lookups.
 var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv](), controllerInert[Namesrv]()))

@@ -87,6 +87,27 @@ func tlsServerFields[T any](ptr func(*T) *TLS) []field[T] {
 	}
 }
 
+// tlsEnableField is tls.enable, RocketMQ's switch for the TLS of a
+// process's client connections (TlsSystemConfig reads it as a system
+// property; NettyClientConfig, which a broker.conf, a controller's file
+// and a name server's file all fill, calls it useTLS, read here as the
+// same key). Empty, its default, stands for RocketMQ's default: TLS when
+// the process's own listener enforces it (see DialTLS).
+func tlsEnableField[T any](ptr func(*T) *string) field[T] {
+	return withAliases(oneOf("tls.enable", "", []string{"", "true", "false"}, ptr), "useTLS")
+}
+
+// DialTLS reports whether a process whose tls.enable is enable and whose
+// listener runs tls.server.mode mode dials its peers with TLS: enable
+// when set, otherwise whether mode is enforcing, as RocketMQ's
+// NettyClientConfig defaults useTLS.
+func DialTLS(enable, mode string) bool {
+	if enable == "" {
+		return mode == TLSModeEnforcing
+	}
+	return enable == "true"
+}
+
 // tlsFileFields are the keys RocketMQ reads from tls.config.file for a
 // server.
 var tlsFileFields = func() []field[TLS] {

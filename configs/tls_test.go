@@ -211,3 +211,48 @@ tls.client.keyPath=/client.key
 		}
 	})
 }
+
+// The controller's file and the name server's read tls.enable (useTLS in
+// RocketMQ's properties files, which fill a NettyClientConfig) for the
+// notices they send brokers, with the broker's default: TLS exactly when
+// the listener enforces it.
+func TestControllerAndNamesrvDialTLS(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want bool
+	}{
+		{"", false},
+		{"tls.server.mode=enforcing\n", true},
+		{"tls.server.mode=enforcing\nuseTLS=false\n", false},
+		{"useTLS=true\n", true},
+		{"tls.enable=true\n", true},
+	} {
+		ctl, err := LoadControllerFrom(testutil.WriteFile(t, "controller.properties", "controllerDLegerPeers=n0-127.0.0.1:9878\n"+tc.file), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ctl.Controller.DialTLS(); got != tc.want {
+			t.Errorf("controller %q: DialTLS %v, want %v", tc.file, got, tc.want)
+		}
+		for _, k := range ctl.InertKeys {
+			if k.Key == "useTLS" {
+				t.Errorf("controller %q: useTLS reported inert", tc.file)
+			}
+		}
+		ns, err := LoadNamesrvFrom(testutil.WriteFile(t, "namesrv.properties", tc.file), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ns.Namesrv.DialTLS(); got != tc.want {
+			t.Errorf("name server %q: DialTLS %v, want %v", tc.file, got, tc.want)
+		}
+		for _, k := range ns.InertKeys {
+			if k.Key == "useTLS" {
+				t.Errorf("name server %q: useTLS reported inert", tc.file)
+			}
+		}
+	}
+	if _, err := LoadControllerFrom(testutil.WriteFile(t, "controller.properties", "useTLS=maybe\n"), nil); err == nil || !strings.Contains(err.Error(), "tls.enable") {
+		t.Errorf("useTLS=maybe: %v, want an error naming tls.enable", err)
+	}
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,6 +45,12 @@ type Options struct {
 	// Metrics, when set, keeps the controller's metrics (Metrics returns
 	// them; StartHost serves them).
 	Metrics *MetricsOptions
+	// ClientTLS, when set, is the TLS of the connections the controller
+	// opens to brokers for its NOTIFY_BROKER_ROLE_CHANGED notices, as
+	// RocketMQ's ControllerManager sends them with its NettyClientConfig
+	// (useTLS, tls.enable); nil sends them in plaintext, which a broker
+	// whose listener enforces TLS closes.
+	ClientTLS *tls.Config
 }
 
 // Controller serves RocketMQ's controller requests over Remoting: it hands
@@ -80,6 +87,8 @@ type Controller struct {
 	mu sync.Mutex
 
 	clients *remoting.ClientPool
+	// tlsOut says whether clients dial brokers with TLS.
+	tlsOut bool
 	// noticeMu guards pending (the newest notice waiting per broker
 	// address) and sending (the addresses whose sender runs).
 	noticeMu sync.Mutex
@@ -126,7 +135,8 @@ func New(opts Options) (*Controller, error) {
 		fsm:      &fsm{log: opts.Log, st: NewState()},
 		hb:       newHeartbeats(now),
 		notify:   make(chan bool, 16),
-		clients:  remoting.NewClientPool(remoting.ClientOptions{}),
+		clients:  remoting.NewClientPool(remoting.ClientOptions{TLS: opts.ClientTLS, Log: opts.Log.With().Str("component", "controller-notices").Logger()}),
+		tlsOut:   opts.ClientTLS != nil,
 		pending:  map[string]notice{},
 		sending:  map[string]bool{},
 		inactive: make(chan BrokerIdentity, 1024),
@@ -153,7 +163,8 @@ func (c *Controller) Start() error {
 	c.wg.Add(2)
 	go c.watchLeadership()
 	go c.scan()
-	c.log.Info().Str("self", c.self.ID).Str("peers", c.config().Peers).Str("store", c.config().StorePath).Msg("controller started")
+	c.log.Info().Str("self", c.self.ID).Str("peers", c.config().Peers).Str("store", c.config().StorePath).
+		Bool("noticesOverTLS", c.tlsOut).Msg("controller started")
 	return nil
 }
 
@@ -462,10 +473,15 @@ func (c *Controller) sendNotice(addr string, n notice) {
 	}()
 	req := remoting.NewRequest(remoting.NotifyBrokerRoleChanged, n.ext, n.body)
 	if err := c.clients.InvokeOneway(ctx, addr, req); err != nil {
-		c.log.Warn().Err(err).Str("broker", addr).Int32("masterEpoch", n.masterEpoch).Msg("notify broker of its role change failed")
+		c.log.Warn().Err(err).Str("broker", addr).Int32("masterEpoch", n.masterEpoch).Bool("tls", c.tlsOut).
+			Msg("notify broker of its role change failed")
 		return
 	}
-	c.log.Info().Str("broker", addr).Int64("master", n.masterID).Int32("masterEpoch", n.masterEpoch).Msg("notified broker of the role change")
+	// Oneway, as RocketMQ's: a broker that closes the connection unread
+	// (a plaintext notice to a broker enforcing TLS) is not seen here,
+	// only in the broker's log; it learns its role at its next poll.
+	c.log.Info().Str("broker", addr).Int64("master", n.masterID).Int32("masterEpoch", n.masterEpoch).Bool("tls", c.tlsOut).
+		Msg("role change notice sent (oneway, not acknowledged)")
 }
 
 // metadata answers CONTROLLER_GET_METADATA_INFO's header: the group, the

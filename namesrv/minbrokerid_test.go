@@ -139,3 +139,64 @@ func TestDecodeMemberGroup(t *testing.T) {
 		t.Fatal("a cut body decoded")
 	}
 }
+
+// The name server's tls.enable (useTLS) makes its notices go over TLS, so
+// that a broker enforcing TLS gets them; without it they go in
+// plaintext, which that broker closes unread.
+func TestMinBrokerIDChangeFollowsTLSEnable(t *testing.T) {
+	for _, enable := range []string{"true", "false"} {
+		t.Run("tls.enable="+enable, func(t *testing.T) {
+			mode, tc, err := remoting.ServerTLS(configs.TLSModeEnforcing, remoting.TLSOptions{TestMode: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan map[string]string, 4)
+			srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0", TLSMode: mode, TLS: tc}, remoting.RespondFunc(
+				func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+					if req.Code == remoting.NotifyMinBrokerIDChange {
+						got <- req.ExtFields
+					}
+					return remoting.NewResponse(req, remoting.Success, "")
+				}), zerolog.Nop())
+			if err := srv.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+
+			set := configs.DefaultNamesrv()
+			if _, err := set.Apply(map[string]string{"notifyMinBrokerIdChanged": "true", "useTLS": enable, "tls.config.file": ""}); err != nil {
+				t.Fatal(err)
+			}
+			cfg := ConfigFrom(set, "")
+			cfg.Remoting.Addr = "127.0.0.1:0"
+			ns, err := NewServer(cfg, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ns.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+			acting := true
+			for _, b := range []struct {
+				addr string
+				id   int64
+			}{{srv.Addr().String(), 1}, {"127.0.0.1:1", 0}} {
+				if _, err := ns.Registry().Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: b.addr, BrokerID: b.id,
+					HAServerAddr: "127.0.0.1:2", EnableActingMaster: &acting, Body: topicsBody(1, "T:1:1:6", "U:1:1:6")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			select {
+			case ext := <-got:
+				if enable != "true" || ext["minBrokerId"] != "0" {
+					t.Fatalf("notice %v with tls.enable=%s", ext, enable)
+				}
+			case <-time.After(3 * time.Second):
+				if enable == "true" {
+					t.Fatal("no NOTIFY_MIN_BROKER_ID_CHANGE reached the broker enforcing TLS")
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package namesrv
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -60,6 +61,11 @@ type Config struct {
 	// UPDATE_NAMESRV_CONFIG writes its changes back into it. Empty: they
 	// last until the server stops.
 	ConfigFile string
+	// ClientTLS, when set, is the TLS of the connections the name server
+	// opens to brokers (its NOTIFY_MIN_BROKER_ID_CHANGE notices), as
+	// RocketMQ's NettyClientConfig useTLS (tls.enable) decides; nil is
+	// plaintext.
+	ClientTLS *tls.Config
 }
 
 // DefaultConfig returns Java's name server defaults listening on :9876.
@@ -135,7 +141,7 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 		mux:        remoting.NewMux(),
 		stop:       make(chan struct{}),
 		minChanges: make(chan MinBrokerIDChange, maxQueuedMinChanges),
-		brokerPool: remoting.NewClientPool(remoting.ClientOptions{Log: log}),
+		brokerPool: remoting.NewClientPool(remoting.ClientOptions{Log: log, TLS: cfg.ClientTLS}),
 	}
 	s.reg = NewRegistry(RegistryOptions{
 		DeleteTopicWithBrokerRegistration: cfg.DeleteTopicWithBrokerRegistration,

@@ -146,6 +146,9 @@ func run(ctx context.Context, o options) error {
 		Log:           log,
 		Metrics:       controller.MetricsFrom(set.Controller, log),
 		ExtraSettings: controller.MetricsSettings(set.Controller),
+		// tls.enable (useTLS), as RocketMQ's ControllerStartup fills its
+		// NettyClientConfig from the same file.
+		ClientTLS: tlsconf.Client(set.DialTLS()),
 	}
 	if o.config != "" {
 		opts.Persist = func(m map[string]string) error { return configs.PersistControllerSettings(o.config, m) }

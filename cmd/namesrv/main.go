@@ -178,6 +178,9 @@ func run(ctx context.Context, o options) error {
 				// metrics keys of its file are the embedded controller's.
 				Metrics:       controller.MetricsFrom(set.Controller, log),
 				ExtraSettings: controller.MetricsSettings(set.Controller),
+				// The name server's tls.enable (useTLS): RocketMQ hands
+				// the name server's NettyClientConfig to its controller.
+				ClientTLS: tlsconf.Client(set.DialTLS()),
 			}
 			if o.config != "" {
 				opts.Persist = func(m map[string]string) error { return configs.PersistNamesrvSettings(o.config, m) }

@@ -43,3 +43,17 @@ func Listener(who string, set configs.TLS, log zerolog.Logger) (remoting.TLSMode
 	ev.Msg("TLS")
 	return mode, cfg, nil
 }
+
+// Client is the TLS of a process's client connections (to name servers,
+// controllers, brokers) as RocketMQ's NettyClientConfig decides it: nil
+// (plaintext) unless dial, which callers take from tls.enable
+// (configs.DialTLS). As RocketMQ's client without tls.client.authServer,
+// which rocketkv does not read, the server's certificate is not verified;
+// no client certificate is sent (tls.client.certPath and keyPath are not
+// read either).
+func Client(dial bool) *tls.Config {
+	if !dial {
+		return nil
+	}
+	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // RocketMQ's default: tls.client.authServer=false
+}
