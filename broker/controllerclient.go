@@ -2,13 +2,16 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -94,11 +97,15 @@ type brokerReplicasInfo struct {
 // CONTROLLER_GET_METADATA_INFO and found again when a request fails or a
 // controller answers CONTROLLER_NOT_LEADER. Safe for concurrent use.
 type controllerClient struct {
-	pool    *remoting.ClientPool
-	log     zerolog.Logger
-	list    string // controllerAddr
-	dns     bool
-	resolve namesrv.Resolver
+	pool *remoting.ClientPool
+	// plaintext says the pool dials without TLS (tls.enable off): a
+	// connection a controller closes unanswered is then told as the
+	// refusal of a controller enforcing TLS it likely is.
+	plaintext bool
+	log       zerolog.Logger
+	list      string // controllerAddr
+	dns       bool
+	resolve   namesrv.Resolver
 
 	mu     sync.Mutex
 	addrs  []string
@@ -106,12 +113,16 @@ type controllerClient struct {
 }
 
 // newControllerClient returns a client of the controllers in list
-// (controllerAddr: addresses separated by ';').
-func newControllerClient(list string, dns bool, resolve namesrv.Resolver, log zerolog.Logger) *controllerClient {
+// (controllerAddr: addresses separated by ';'), dialled with tc (nil:
+// plaintext). RocketMQ's BrokerOuterAPI reaches the controllers with the
+// client it reaches the name servers with, so tc is the name servers'
+// (tls.enable).
+func newControllerClient(list string, dns bool, resolve namesrv.Resolver, tc *tls.Config, log zerolog.Logger) *controllerClient {
 	if resolve == nil {
 		resolve = namesrv.SystemResolver
 	}
-	c := &controllerClient{pool: remoting.NewClientPool(remoting.ClientOptions{Log: log}), log: log, list: list, dns: dns, resolve: resolve}
+	c := &controllerClient{pool: remoting.NewClientPool(remoting.ClientOptions{Log: log, TLS: tc}), plaintext: tc == nil,
+		log: log, list: list, dns: dns, resolve: resolve}
 	c.addrs = splitControllers(list)
 	return c
 }
@@ -199,12 +210,21 @@ func (c *controllerClient) invokeAt(ctx context.Context, addr string, req *remot
 	defer cancel()
 	resp, err := c.pool.Invoke(ctx, addr, req)
 	if err != nil {
+		if c.plaintext && closedUnanswered(err) {
+			return nil, fmt.Errorf("controller %s closed the connection (a controller with tls.server.mode=enforcing closes plaintext ones; this broker dials without TLS, tls.enable=false): %w", addr, err)
+		}
 		return nil, fmt.Errorf("controller %s: %w", addr, err)
 	}
 	if resp.Code != remoting.Success {
 		return nil, &controllerError{Code: resp.Code, Remark: resp.Remark, Addr: addr}
 	}
 	return resp, nil
+}
+
+// closedUnanswered reports whether err is a connection the server closed
+// (end of stream or reset) before it answered.
+func closedUnanswered(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // invoke sends a request to the leading controller (found first when

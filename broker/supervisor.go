@@ -18,6 +18,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -143,11 +144,14 @@ func NewSupervisor(cfg configs.Broker, log zerolog.Logger) (*Supervisor, error) 
 		host = hostName
 	}
 	slog := log.With().Str("component", "controller-mode").Logger()
+	// EXCHANGE_BROKER_HA_INFO goes out as RocketMQ's BrokerOuterAPI sends
+	// it: with tls.enable's TLS, as the requests to the name servers.
+	peerTLS := tlsconf.Client(cfg.DialNamesrvTLS())
 	s := &Supervisor{
 		cfg:      cfg,
 		root:     log,
 		log:      slog,
-		peers:    remoting.NewClientPool(remoting.ClientOptions{Log: slog}),
+		peers:    remoting.NewClientPool(remoting.ClientOptions{Log: slog, TLS: peerTLS}),
 		addr:     net.JoinHostPort(host, strconv.Itoa(cfg.ListenPort)),
 		changes:  make(chan replicaState, 16),
 		proposal: make(chan struct{}, 1),
@@ -217,7 +221,7 @@ func (s *Supervisor) role() roleState {
 // ctx's error if that does not come first.
 func (s *Supervisor) Start(ctx context.Context) (err error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ctl = newControllerClient(s.cfg.ControllerAddr, s.cfg.FetchControllerAddrByDNSLookup, s.resolve, s.log)
+	s.ctl = newControllerClient(s.cfg.ControllerAddr, s.cfg.FetchControllerAddrByDNSLookup, s.resolve, tlsconf.Client(s.cfg.DialNamesrvTLS()), s.log)
 	defer func() {
 		if err != nil {
 			s.cancel()

@@ -17,11 +17,6 @@ func (b *Broker) listenerTLS() (remoting.TLSMode, *tls.Config, error) {
 }
 
 // namesrvClientTLS is the TLS of the connections to the name servers (nil:
-// plaintext). As RocketMQ's client without tls.client.authServer, it does
-// not verify the name server's certificate.
-func (b *Broker) namesrvClientTLS() *tls.Config {
-	if !b.cfg.DialNamesrvTLS() {
-		return nil
-	}
-	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // RocketMQ's default: tls.client.authServer=false
-}
+// plaintext): tls.enable. As RocketMQ's client without
+// tls.client.authServer, it does not verify the name server's certificate.
+func (b *Broker) namesrvClientTLS() *tls.Config { return tlsconf.Client(b.cfg.DialNamesrvTLS()) }
