@@ -26,6 +26,13 @@ func startController(t *testing.T) (string, *controller.Controller) {
 	// swapped in after.
 	mux := remoting.NewMux()
 	srv := remotingtest.StartServer(t, mux)
+	return serveController(t, cfg, srv, mux)
+}
+
+// serveController starts the controller of cfg, its peer address srv's,
+// on mux, and waits until it leads.
+func serveController(t *testing.T, cfg controller.Config, srv *remoting.Server, mux *remoting.Mux) (string, *controller.Controller) {
+	t.Helper()
 	cfg.Peers = "n0-" + srv.Addr().String()
 	c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
 	if err != nil {
@@ -149,5 +156,47 @@ func TestControllerCommands(t *testing.T) {
 	}
 	if _, ok := c.State().Replicas["broker-a"]; ok {
 		t.Fatal("the group is still there after the clean")
+	}
+}
+
+// The controller commands follow --tls as the others do: a controller
+// whose listener enforces TLS answers them with it, and closes the
+// connection of one without, which fails (no hang) with the error.
+func TestControllerCommandsOverTLS(t *testing.T) {
+	cfg := controller.DefaultConfig()
+	cfg.Group = "group1"
+	cfg.SelfID = "n0"
+	cfg.RaftTimeout = 200 * time.Millisecond
+	mode, tc, err := remoting.ServerTLS("enforcing", remoting.TLSOptions{TestMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := remoting.NewMux()
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0", TLSMode: mode, TLS: tc}, mux, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	addr, _ := serveController(t, cfg, srv, mux)
+
+	out, err := run(t, "--tls", "getControllerMetaData", "-a", addr)
+	if err != nil || !strings.Contains(out, "#ControllerGroup\tgroup1") {
+		t.Fatalf("getControllerMetaData --tls: %v\n%s", err, out)
+	}
+	out, err = run(t, "--tls", "updateControllerConfig", "-a", addr, "-k", "enableElectUncleanMaster", "-v", "true")
+	if err != nil || !strings.Contains(out, "update controller config success!") {
+		t.Fatalf("updateControllerConfig --tls: %v\n%s", err, out)
+	}
+	out, err = run(t, "--tls", "getControllerConfig", "-a", addr)
+	if err != nil || !strings.Contains(out, "enableElectUncleanMaster") {
+		t.Fatalf("getControllerConfig --tls: %v\n%s", err, out)
+	}
+	start := time.Now()
+	_, err = run(t, "--timeout", "10s", "getControllerMetaData", "-a", addr)
+	if err == nil || !strings.Contains(err.Error(), "try --tls") {
+		t.Fatalf("a plaintext getControllerMetaData to a controller enforcing TLS: %v, want an error that says try --tls", err)
+	}
+	if waited := time.Since(start); waited > 9*time.Second {
+		t.Fatalf("the plaintext request waited %v for an answer", waited)
 	}
 }

@@ -292,6 +292,9 @@ func (g *globals) invoke(ctx context.Context, addr string, code int32, ext map[s
 	defer pool.Close()
 	resp, err := pool.Invoke(ctx, addr, remoting.NewRequest(code, ext, body))
 	if err != nil {
+		if !g.tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return nil, fmt.Errorf("request %d to %s: %w (closed unanswered: a server with tls.server.mode=enforcing closes plaintext connections; try --tls)", code, addr, err)
+		}
 		return nil, fmt.Errorf("request %d to %s: %w", code, addr, err)
 	}
 	if resp.Code != remoting.Success {
