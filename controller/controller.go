@@ -49,8 +49,18 @@ type Options struct {
 	// opens to brokers for its NOTIFY_BROKER_ROLE_CHANGED notices, as
 	// RocketMQ's ControllerManager sends them with its NettyClientConfig
 	// (useTLS, tls.enable); nil sends them in plaintext, which a broker
-	// whose listener enforces TLS closes.
+	// whose listener enforces TLS closes. It is also how this controller
+	// dials the other controllers' raft ports, as RocketMQ's DLedger
+	// peers share the controller's NettyClientConfig.
 	ClientTLS *tls.Config
+	// RaftTLSMode and RaftTLS are the TLS of the raft listener (port+1
+	// of this controller's peer address, with several peers): the
+	// controller's own listener's (tls.server.mode and its
+	// certificate), as RocketMQ's DLedger controller serves its peers on
+	// its one Remoting server. The zero values serve plaintext only;
+	// StartHost sets them from the listener's ServerConfig.
+	RaftTLSMode remoting.TLSMode
+	RaftTLS     *tls.Config
 }
 
 // Controller serves RocketMQ's controller requests over Remoting: it hands
@@ -89,6 +99,8 @@ type Controller struct {
 	clients *remoting.ClientPool
 	// tlsOut says whether clients dial brokers with TLS.
 	tlsOut bool
+	// raftTLS is the TLS of the raft transport between controllers.
+	raftTLS raftTLS
 	// noticeMu guards pending (the newest notice waiting per broker
 	// address) and sending (the addresses whose sender runs).
 	noticeMu sync.Mutex
@@ -137,6 +149,7 @@ func New(opts Options) (*Controller, error) {
 		notify:   make(chan bool, 16),
 		clients:  remoting.NewClientPool(remoting.ClientOptions{TLS: opts.ClientTLS, Log: opts.Log.With().Str("component", "controller-notices").Logger()}),
 		tlsOut:   opts.ClientTLS != nil,
+		raftTLS:  raftTLS{mode: opts.RaftTLSMode, server: opts.RaftTLS, client: opts.ClientTLS},
 		pending:  map[string]notice{},
 		sending:  map[string]bool{},
 		inactive: make(chan BrokerIdentity, 1024),
@@ -155,7 +168,7 @@ func (c *Controller) Metrics() *metrics.Controller { return c.metrics }
 // Start opens the raft store under controllerStorePath, joins (or
 // bootstraps) the controller cluster and starts the heartbeat scan.
 func (c *Controller) Start() error {
-	n, err := openNode(c.config(), c.peers, c.self, c.fsm, c.notify, c.log)
+	n, err := openNode(c.config(), c.peers, c.self, c.fsm, c.notify, c.raftTLS, c.log)
 	if err != nil {
 		return err
 	}

@@ -45,14 +45,18 @@ type Host struct {
 
 // StartHost starts a controller and serves it on rs (rs.Addr empty: every
 // interface at the port of its own controllerDLegerPeers entry, where
-// RocketMQ's controller listens), and its metrics on opts.Metrics.Addr
-// when opts.Metrics is set; an address the exporter cannot listen on
-// stops the start, as it stops RocketMQ's. Shutdown stops them all.
+// RocketMQ's controller listens), its raft port (with several peers) with
+// rs's TLS too, and its metrics on opts.Metrics.Addr when opts.Metrics is
+// set; an address the exporter cannot listen on stops the start, as it
+// stops RocketMQ's. Shutdown stops them all.
 //
 // A single peer at port 0 ("n0-127.0.0.1:0", for tests) is served on a
 // free port of that host, which then becomes its peer address (the leader
 // address GET_METADATA_INFO reports).
 func StartHost(ctx context.Context, opts Options, rs remoting.ServerConfig) (*Host, error) {
+	// The raft port serves with the listener's TLS, as RocketMQ's DLedger
+	// controller serves brokers and peers on one Remoting server.
+	opts.RaftTLSMode, opts.RaftTLS = rs.TLSMode, rs.TLS
 	if peers, err := ParsePeers(opts.Config.Peers); err == nil && len(peers) == 1 && peers[0].ID == opts.Config.SelfID {
 		if host, port, _ := net.SplitHostPort(peers[0].Addr); port == "0" {
 			return startOnFreePort(ctx, opts, rs, peers[0].ID, host)

@@ -2,11 +2,14 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -33,5 +36,42 @@ func TestStartHostFreePort(t *testing.T) {
 	md := invoke(t, cl, remoting.ControllerGetMetadataInfo, nil, nil)
 	if md.ExtFields["controllerLeaderAddress"] != h.Addr() || md.ExtFields["isLeader"] != "true" {
 		t.Fatalf("metadata %v, served on %s", md.ExtFields, h.Addr())
+	}
+}
+
+// StartHost serves the raft port with the listener's TLS: two hosts
+// enforcing TLS that dial with it (tls.enable) say their raft port
+// enforces it and elect a leader (a raft port left in plaintext would
+// refuse their TLS dials).
+func TestStartHostRaftTakesTheListenersTLS(t *testing.T) {
+	peers := twoPeers(t)
+	mode, tc, err := remoting.ServerTLS("enforcing", remoting.TLSOptions{TestMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hosts []*Host
+	for _, id := range []string{"n0", "n1"} {
+		cfg := testConfig(t.TempDir())
+		cfg.Peers, cfg.SelfID = peers, id
+		logs := &testutil.SyncBuffer{}
+		h, err := StartHost(context.Background(), Options{Config: cfg, Log: zerolog.New(logs), ClientTLS: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // a self-signed test certificate
+			remoting.ServerConfig{Addr: "127.0.0.1:0", TLSMode: mode, TLS: tc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = h.Shutdown(ctx)
+		})
+		if !strings.Contains(logs.String(), `"tlsMode":"enforcing"`) {
+			t.Fatalf("%s: no log line of the raft transport's TLS:\n%s", id, logs)
+		}
+		hosts = append(hosts, h)
+	}
+	for _, h := range hosts {
+		if err := h.Controller.WaitLeader(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

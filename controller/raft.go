@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // fsm is the raft state machine: it applies the replicated events to the
@@ -137,11 +140,20 @@ func (w zerologWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// raftTLS is the TLS of the raft transport: the listener's mode and
+// certificate, and the client TLS this controller dials its peers with
+// (nil: plaintext).
+type raftTLS struct {
+	mode   remoting.TLSMode
+	server *tls.Config
+	client *tls.Config
+}
+
 // openNode starts this controller's raft member: one voter per peer, the
 // cluster bootstrapped with every peer on first start (every peer
 // bootstraps the same configuration). With one peer the transport is in
-// memory; with several, TCP on each peer's RaftAddr.
-func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, log zerolog.Logger) (*node, error) {
+// memory; with several, TCP on each peer's RaftAddr, with the TLS of tr.
+func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, tr raftTLS, log zerolog.Logger) (*node, error) {
 	out := &node{}
 	ok := false
 	defer func() {
@@ -205,12 +217,14 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, log
 			return nil, fmt.Errorf("controller %s raft address %s: %w", self.ID, selfRaft, err)
 		}
 		_, port, _ := net.SplitHostPort(selfRaft)
-		tcp, err := raft.NewTCPTransport(net.JoinHostPort("", port), adv, 3, 10*time.Second, logw)
+		stream, err := listenRaft(net.JoinHostPort("", port), adv, tr.mode, tr.server, tr.client, log.With().Str("component", "raft").Logger())
 		if err != nil {
 			return nil, fmt.Errorf("controller %s raft transport on %s: %w", self.ID, selfRaft, err)
 		}
+		tcp := raft.NewNetworkTransport(stream, 3, 10*time.Second, logw)
 		out.transport = tcp
 		out.closers = append(out.closers, tcp)
+		log.Info().Str("raft", selfRaft).Stringer("tlsMode", tr.mode).Bool("dialTLS", tr.client != nil).Msg("raft transport between controllers")
 	}
 
 	has, err := raft.HasExistingState(logs, stable, snaps)
