@@ -50,6 +50,17 @@ type Config struct {
 	// RaftTimeout scales the raft timers (heartbeat and election timeout;
 	// 1 s when zero). Tests shorten it.
 	RaftTimeout time.Duration
+	// SnapshotThreshold is how many raft log entries pile up before the
+	// state is snapshotted and the log compacted (raft's 8192 when zero).
+	// Not a RocketMQ key: tests lower it so a short run crosses snapshots.
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often raft checks SnapshotThreshold (raft's
+	// 120 s when zero). Not a RocketMQ key, for tests.
+	SnapshotInterval time.Duration
+	// TrailingLogs is how many entries a compaction keeps behind the
+	// snapshot for slow followers (raft's 10240 when zero). Not a RocketMQ
+	// key: tests lower it so a restart has to start from the snapshot.
+	TrailingLogs uint64
 }
 
 // DefaultConfig returns RocketMQ's ControllerConfig defaults. Peers and

@@ -171,6 +171,15 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, tr 
 		rc.LeaderLeaseTimeout = t / 2
 		rc.CommitTimeout = t / 20
 	}
+	if cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.SnapshotThreshold
+	}
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
 
 	var (
 		logs   raft.LogStore
