@@ -79,7 +79,8 @@
 // one-member raft with an in-memory transport. The raft log, its stable
 // store (bbolt, raft.db) and snapshots (the State as JSON) are kept under
 // controllerStorePath, so a restarted controller has its state back; the
-// first start of a peer bootstraps the cluster with every peer; the
+// first start of a peer bootstraps the cluster with every peer (a first
+// start killed in the middle of the bootstrap bootstraps again); the
 // membership is then the store's (a changed controllerDLegerPeers is logged
 // as a warning and needs empty stores on every peer to take effect). A new
 // leader answers requests only once it has applied everything committed

@@ -240,6 +240,16 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, tr 
 	if err != nil {
 		return nil, fmt.Errorf("read raft state in %q: %w", cfg.StorePath, err)
 	}
+	if has {
+		cut, err := cutBootstrap(logs, stable, snaps)
+		if err != nil {
+			return nil, fmt.Errorf("read raft state in %q: %w", cfg.StorePath, err)
+		}
+		if cut {
+			log.Warn().Str("store", cfg.StorePath).Msg("controller: the store's first start was cut during the raft bootstrap (a term but no membership); bootstrapping it again")
+			has = false
+		}
+	}
 	if !has {
 		if err := raft.BootstrapCluster(rc, logs, stable, snaps, out.transport, raft.Configuration{Servers: servers}); err != nil {
 			return nil, fmt.Errorf("bootstrap controller cluster: %w", err)
@@ -255,6 +265,39 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, tr 
 	}
 	ok = true
 	return out, nil
+}
+
+// raftCurrentTermKey is the stable-store key raft keeps its current term
+// under (hashicorp/raft's keyCurrentTerm, unexported).
+var raftCurrentTermKey = []byte("CurrentTerm")
+
+// cutBootstrap reports whether a store holds only what the first half of
+// raft.BootstrapCluster writes: the current term (1) without the log
+// entry of the membership, which it writes in a second commit. A process
+// killed between the two leaves that, and raft, seeing a term, would
+// neither bootstrap again nor ever elect (it has no membership). Every
+// peer here bootstraps itself before raft runs, so a store with a term
+// but no log entry and no snapshot never took part in an election: its
+// term is cleared so that the bootstrap runs again.
+func cutBootstrap(logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore) (bool, error) {
+	last, err := logs.LastIndex()
+	if err != nil {
+		return false, fmt.Errorf("last log index: %w", err)
+	}
+	if last > 0 {
+		return false, nil
+	}
+	list, err := snaps.List()
+	if err != nil {
+		return false, fmt.Errorf("list snapshots: %w", err)
+	}
+	if len(list) > 0 {
+		return false, nil
+	}
+	if err := stable.SetUint64(raftCurrentTermKey, 0); err != nil {
+		return false, fmt.Errorf("clear the term of a cut bootstrap: %w", err)
+	}
+	return true, nil
 }
 
 // close stops raft and closes the stores and transport.
