@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math/rand"
 	"net"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,4 +106,93 @@ func TestControllerModeFailoverGoClient(t *testing.T) {
 	// (every 30 s) or after a failed send.
 	waitUntil(t, 90*time.Second, "sends to the new master", func() bool { return ok.Load() >= after+20 })
 	t.Logf("sent %d, failed %d through the failover", ok.Load(), failed.Load())
+}
+
+// controllerGroup is what the controller at addr says of broker-a: master
+// id and epoch, sync state set epoch, and how many members it counts alive.
+func controllerGroup(addr string) (master, masterEpoch, setEpoch string, alive int, err error) {
+	r, err := rawInvoke(addr, 1004, map[string]string{"brokerName": "broker-a"}, nil) // CONTROLLER_GET_REPLICA_INFO
+	if err != nil {
+		return "", "", "", 0, err
+	}
+	if r.Code != 0 {
+		return "", "", "", 0, fmt.Errorf("replica info: code %d %s", r.Code, r.Remark)
+	}
+	var set struct {
+		SyncStateSetEpoch int `json:"syncStateSetEpoch"`
+	}
+	if err := json.Unmarshal(r.Body, &set); err != nil {
+		return "", "", "", 0, fmt.Errorf("replica info body %q: %w", r.Body, err)
+	}
+	d, err := rawInvoke(addr, 1006, nil, []byte(`["broker-a"]`)) // CONTROLLER_GET_SYNC_STATE_DATA
+	if err != nil {
+		return "", "", "", 0, err
+	}
+	alive = strings.Count(string(d.Body), `"alive":true`)
+	return r.ExtFields["masterBrokerId"], r.ExtFields["masterEpoch"], strconv.Itoa(set.SyncStateSetEpoch), alive, nil
+}
+
+// TestControllerKillKeepsGroup: a standalone controller (bin/controller)
+// and a group of two brokers in controller mode, the slave in the sync
+// state set. The controller is SIGKILLed at random moments and restarted
+// on its store, four times: each time it comes back with the group's
+// master and epochs, both brokers heartbeat it again, and it elects
+// nobody (no epoch moves, neither broker changes role) although its
+// master scan runs every 200 ms and it heard from nobody when it started.
+func TestControllerKillKeepsGroup(t *testing.T) {
+	t.Parallel()
+	cport := controllerPort(t)
+	caddr := fmt.Sprintf("127.0.0.1:%d", cport)
+	ctl := startProc(t, "controller", "--peers", "n0-"+caddr, "--self-id", "n0", "--store", filepath.Join(t.TempDir(), "controller"),
+		"--set", "controllerDLegerGroup=group1", "--set", "scanNotActiveBrokerInterval=200", "--set", "scanInactiveMasterInterval=200",
+		"--log-format", "json", "--log-level", "debug")
+	waitListening(t, caddr)
+	ns := startNamesrv(t)
+	sets := append([]string{"enableControllerMode=true", "controllerAddr=" + caddr,
+		"brokerHeartbeatInterval=200", "controllerHeartBeatTimeoutMills=1500",
+		"syncBrokerMetadataPeriod=300", "checkSyncStateSetPeriod=300"}, fastHA...)
+	master := startBroker(t, ns, brokerOpts{sets: sets})
+	master.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
+	slave := startBroker(t, ns, brokerOpts{sets: sets})
+	slave.waitLog(t, "broker running as SLAVE", 30*time.Second)
+
+	// The master puts the slave into the sync state set once it caught
+	// up: from then on the slave is a candidate of any election.
+	var masterID, epoch, setEpoch string
+	waitUntil(t, 30*time.Second, "the slave in the sync state set", func() bool {
+		r, err := rawInvoke(caddr, 1004, map[string]string{"brokerName": "broker-a"}, nil)
+		if err != nil || r.Code != 0 || !strings.Contains(string(r.Body), ",") {
+			return false
+		}
+		var alive int
+		masterID, epoch, setEpoch, alive, err = controllerGroup(caddr)
+		return err == nil && alive == 2
+	})
+	roles := master.countLog("broker running as") + slave.countLog("broker running as")
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for kill := 0; kill < 4; kill++ {
+		time.Sleep(time.Duration(rng.Intn(1000)) * time.Millisecond)
+		ctl.kill()
+		time.Sleep(time.Duration(rng.Intn(500)) * time.Millisecond)
+		ctl.start(t)
+		waitListening(t, caddr)
+		waitUntil(t, 30*time.Second, "the restarted controller to hear from both brokers", func() bool {
+			_, _, _, alive, err := controllerGroup(caddr)
+			return err == nil && alive == 2
+		})
+		// Longer than the brokers' heartbeat timeout and many master
+		// scans: a spurious election would have happened by now.
+		time.Sleep(2 * time.Second)
+		m, e, s, alive, err := controllerGroup(caddr)
+		if err != nil {
+			t.Fatalf("kill %d: %v", kill, err)
+		}
+		if m != masterID || e != epoch || s != setEpoch || alive != 2 {
+			t.Fatalf("kill %d: the restarted controller has master %s epoch %s sync state set epoch %s (%d alive), before the kill master %s epoch %s sync state set epoch %s",
+				kill, m, e, s, alive, masterID, epoch, setEpoch)
+		}
+		if n := master.countLog("broker running as") + slave.countLog("broker running as"); n != roles {
+			t.Fatalf("kill %d: a broker changed its role after the controller restarted", kill)
+		}
+	}
 }

@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		for _, c := range []string{"broker", "namesrv", "proxy", "admin"} {
+		for _, c := range []string{"broker", "namesrv", "proxy", "admin", "controller"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./cmd/"+c)
 			cmd.Dir = ".."
 			cmd.Stderr = os.Stderr
