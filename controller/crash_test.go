@@ -742,9 +742,11 @@ func TestCrashOnePeer(t *testing.T) {
 }
 
 // TestCrashThreePeers runs three controller peers as child processes
-// under the same traffic, and SIGKILLs the leader at random moments
-// (checking the state at the new leader before the killed peer restarts
-// on its store), and every third round all three at once.
+// under the same traffic, and SIGKILLs the leader at random moments,
+// checking the state at the new leader; the killed peer stays down for a
+// round of traffic and restarts in the middle of the next (so it catches
+// up from a snapshot the leader sends, its log being compacted away).
+// Every third round all three are killed at once and restarted.
 func TestCrashThreePeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns child processes")
@@ -759,11 +761,17 @@ func TestCrashThreePeers(t *testing.T) {
 	}
 	const rounds = 9
 	snapshotRestart := false
+	down := -1
 	for round := 0; round < rounds; round++ {
 		leader := c.leader()
 		c.verify(leader, groups, tot)
 		stop := c.drive(leader, groups, tot)
-		time.Sleep(time.Duration(150+rng.Intn(500)) * time.Millisecond)
+		time.Sleep(time.Duration(150+rng.Intn(400)) * time.Millisecond)
+		if down >= 0 {
+			c.start(down)
+			down = -1
+			time.Sleep(time.Duration(100+rng.Intn(300)) * time.Millisecond)
+		}
 		if round%3 == 2 {
 			for _, i := range rng.Perm(3) {
 				c.kill(i)
@@ -782,11 +790,23 @@ func TestCrashThreePeers(t *testing.T) {
 		tot.kills++
 		stop()
 		c.verify(c.leader(), groups, tot)
-		c.start(leader)
+		down = leader
+	}
+	if down >= 0 {
+		c.start(down)
 	}
 	c.verify(c.leader(), groups, tot)
 	if !snapshotRestart {
 		t.Errorf("no peer restarted from a snapshot behind a compacted log")
 	}
+	installed := 0
+	for _, p := range c.peers {
+		data, _ := os.ReadFile(p.log)
+		installed += strings.Count(string(data), "Installed remote snapshot")
+	}
+	if installed == 0 {
+		t.Errorf("no peer caught up from a snapshot the leader sent")
+	}
+	t.Logf("%d snapshots installed from the leader", installed)
 	tot.check(t, groups)
 }
