@@ -132,22 +132,46 @@ func controllerGroup(addr string) (master, masterEpoch, setEpoch string, alive i
 	return r.ExtFields["masterBrokerId"], r.ExtFields["masterEpoch"], strconv.Itoa(set.SyncStateSetEpoch), alive, nil
 }
 
-// TestControllerKillKeepsGroup: a standalone controller (bin/controller)
-// and a group of two brokers in controller mode, the slave in the sync
-// state set. The controller is SIGKILLed at random moments and restarted
-// on its store, four times: each time it comes back with the group's
-// master and epochs, both brokers heartbeat it again, and it elects
-// nobody (no epoch moves, neither broker changes role) although its
-// master scan runs every 200 ms and it heard from nobody when it started.
+// TestControllerKillKeepsGroup: a controller, standalone (bin/controller)
+// or inside the name server (enableControllerInNamesrv), and a group of
+// two brokers in controller mode, the slave in the sync state set. The
+// controller's process is SIGKILLed at random moments and restarted on
+// its store, four times: each time it comes back with the group's master
+// and epochs, both brokers heartbeat it again, and it elects nobody (no
+// epoch moves, neither broker changes role) although its master scan runs
+// every 200 ms and it heard from nobody when it started.
 func TestControllerKillKeepsGroup(t *testing.T) {
 	t.Parallel()
+	for _, inNamesrv := range []bool{false, true} {
+		name := "standalone"
+		if inNamesrv {
+			name = "in name server"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			controllerKillKeepsGroup(t, inNamesrv)
+		})
+	}
+}
+
+func controllerKillKeepsGroup(t *testing.T, inNamesrv bool) {
 	cport := controllerPort(t)
 	caddr := fmt.Sprintf("127.0.0.1:%d", cport)
-	ctl := startProc(t, "controller", "--peers", "n0-"+caddr, "--self-id", "n0", "--store", filepath.Join(t.TempDir(), "controller"),
-		"--set", "controllerDLegerGroup=group1", "--set", "scanNotActiveBrokerInterval=200", "--set", "scanInactiveMasterInterval=200",
-		"--log-format", "json", "--log-level", "debug")
+	store := filepath.Join(t.TempDir(), "controller")
+	var ns *namesrv
+	var ctl *proc
+	if inNamesrv {
+		ns = startNamesrvWith(t, "enableControllerInNamesrv=true", "controllerDLegerGroup=group1",
+			"controllerDLegerPeers=n0-"+caddr, "controllerDLegerSelfId=n0", "controllerStorePath="+store,
+			"scanNotActiveBrokerInterval=200", "scanInactiveMasterInterval=200")
+		ctl = ns.proc
+	} else {
+		ctl = startProc(t, "controller", "--peers", "n0-"+caddr, "--self-id", "n0", "--store", store,
+			"--set", "controllerDLegerGroup=group1", "--set", "scanNotActiveBrokerInterval=200", "--set", "scanInactiveMasterInterval=200",
+			"--log-format", "json", "--log-level", "debug")
+		ns = startNamesrv(t)
+	}
 	waitListening(t, caddr)
-	ns := startNamesrv(t)
 	sets := append([]string{"enableControllerMode=true", "controllerAddr=" + caddr,
 		"brokerHeartbeatInterval=200", "controllerHeartBeatTimeoutMills=1500",
 		"syncBrokerMetadataPeriod=300", "checkSyncStateSetPeriod=300"}, fastHA...)
