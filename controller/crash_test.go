@@ -675,6 +675,24 @@ func (c *crashCluster) snapshotted(i int) bool {
 	return len(snaps) > 0 && first > 1
 }
 
+// checkCutSnapshots fails the test when the store of peer i (not
+// running) holds more than one half-written snapshot: the one its last
+// kill may have cut is fine, older ones must have been removed by the
+// start after the kill that cut them.
+func (c *crashCluster) checkCutSnapshots(i int) {
+	c.t.Helper()
+	entries, _ := os.ReadDir(filepath.Join(filepath.Dir(c.peers[i].log), c.peers[i].id, "snapshots"))
+	var cut []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			cut = append(cut, e.Name())
+		}
+	}
+	if len(cut) > 1 {
+		c.t.Fatalf("%s's store keeps the snapshots earlier kills cut: %v", c.peers[i].id, cut)
+	}
+}
+
 func (tot *crashTotals) check(t *testing.T, groups []*crashGroup) {
 	t.Helper()
 	tot.changes = map[string]int{}
@@ -734,6 +752,7 @@ func TestCrashOnePeer(t *testing.T) {
 		c.kill(0)
 		tot.kills++
 		stop()
+		c.checkCutSnapshots(0)
 		if run == kills-1 && !c.snapshotted(0) {
 			t.Fatalf("the store has no snapshot behind a compacted log before the last restart\n%s", c.logs())
 		}
@@ -779,6 +798,7 @@ func TestCrashThreePeers(t *testing.T) {
 			tot.kills += 3
 			stop()
 			for i := range c.peers {
+				c.checkCutSnapshots(i)
 				snapshotRestart = snapshotRestart || c.snapshotted(i)
 			}
 			for i := range c.peers {
@@ -789,6 +809,7 @@ func TestCrashThreePeers(t *testing.T) {
 		c.kill(leader)
 		tot.kills++
 		stop()
+		c.checkCutSnapshots(leader)
 		c.verify(c.leader(), groups, tot)
 		down = leader
 	}

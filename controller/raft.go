@@ -203,6 +203,8 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, tr 
 		if err != nil {
 			return nil, fmt.Errorf("open raft snapshots in %s: %w", cfg.StorePath, err)
 		}
+		// The store is this process's now (bbolt's lock on raft.db).
+		removeCutSnapshots(filepath.Join(cfg.StorePath, "snapshots"), log)
 		snaps = fs
 	}
 
@@ -265,6 +267,30 @@ func openNode(cfg Config, peers []Peer, self Peer, f *fsm, notify chan bool, tr 
 	}
 	ok = true
 	return out, nil
+}
+
+// removeCutSnapshots deletes the snapshot directories a kill left half
+// written in dir (raft's FileSnapshotStore writes a snapshot into
+// "<id>.tmp" and renames it once complete; it skips a leftover one but
+// never removes it, so every kill during a snapshot would leave one
+// behind for good). A failure is logged: the leftover only takes space.
+func removeCutSnapshots(dir string, log zerolog.Logger) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		log.Warn().Err(err).Str("dir", dir).Msg("controller: cannot list the raft snapshots to remove cut ones")
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.RemoveAll(p); err != nil {
+			log.Warn().Err(err).Str("path", p).Msg("controller: cannot remove a raft snapshot a stop cut while it was written")
+			continue
+		}
+		log.Info().Str("path", p).Msg("controller: removed a raft snapshot a stop cut while it was written")
+	}
 }
 
 // raftCurrentTermKey is the stable-store key raft keeps its current term

@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
@@ -32,5 +35,42 @@ func TestInterruptedBootstrapStarts(t *testing.T) {
 	b.applyID()
 	if !strings.Contains(c.logs.String(), "cut during the raft bootstrap") {
 		t.Errorf("the cut bootstrap is not logged:\n%s", c.logs)
+	}
+}
+
+// TestCutSnapshotRemoved: a kill while raft writes a snapshot leaves its
+// "<id>.tmp" directory, which raft never removes; the next start does, so
+// kills do not pile them up, and keeps the finished snapshots.
+func TestCutSnapshotRemoved(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	cfg.SnapshotThreshold, cfg.SnapshotInterval, cfg.TrailingLogs = 1, 10*time.Millisecond, 1
+	c := startController(t, cfg, true)
+	b := &broker{t: t, cl: dial(t, c.srv.Addr().String()), addr: "10.0.0.1:30911"}
+	b.applyID()
+	snaps := filepath.Join(dir, "snapshots")
+	waitFor(t, "a snapshot", func() bool {
+		entries, _ := os.ReadDir(snaps)
+		return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return !strings.HasSuffix(e.Name(), ".tmp") })
+	})
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(snaps, "2-9-1700000000000.tmp")
+	if err := os.MkdirAll(cut, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cut, "state.bin"), []byte(`{"replicas":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c2 := startController(t, cfg, true)
+	if _, err := os.Stat(cut); !os.IsNotExist(err) {
+		t.Fatalf("the cut snapshot is still there after a start: %v", err)
+	}
+	if !strings.Contains(c2.logs.String(), "removed a raft snapshot a stop cut") {
+		t.Errorf("the removal is not logged:\n%s", c2.logs)
+	}
+	if got := c2.State().Replicas["broker-a"]; got == nil || got.Brokers[1].Addr != b.addr {
+		t.Fatalf("the state after the restart: %+v", got)
 	}
 }
