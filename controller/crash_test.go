@@ -152,6 +152,22 @@ func (c *crashCluster) start(i int) {
 	p.cmd, _ = testutil.StartChild(c.t, crashChildEnv+"="+p.spec)
 }
 
+// killEarly starts peer i and SIGKILLs it after d, whether or not it is
+// ready by then: a kill while it opens its store, restores a snapshot,
+// replays its log or (on a new store) bootstraps raft.
+func (c *crashCluster) killEarly(i int, d time.Duration) {
+	c.t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+c.peers[i].spec)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	time.Sleep(d)
+	testutil.KillChild(cmd)
+}
+
 // kill SIGKILLs peer i (when it runs) and waits for it to be gone.
 func (c *crashCluster) kill(i int) {
 	if p := c.peers[i]; p.cmd != nil {
@@ -741,6 +757,11 @@ func TestCrashOnePeer(t *testing.T) {
 	tot := &crashTotals{}
 	const kills = 15
 	for run := 0; ; run++ {
+		if rng.Intn(3) == 0 {
+			c.killEarly(0, time.Duration(rng.Intn(400))*time.Millisecond)
+			tot.kills++
+			c.checkCutSnapshots(0)
+		}
 		c.start(0)
 		c.leader()
 		c.verify(0, groups, tot)
@@ -758,6 +779,56 @@ func TestCrashOnePeer(t *testing.T) {
 		}
 	}
 	tot.check(t, groups)
+}
+
+// TestCrashFirstStart SIGKILLs controllers at random moments of their
+// first start (creating the store, bootstrapping raft), of one peer and
+// of three, and checks that each, started again on what the kill left,
+// leads and keeps the id it then hands out.
+func TestCrashFirstStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns child processes")
+	}
+	seed := crashSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	for try := 0; try < 6; try++ {
+		n := 1
+		if try%2 == 1 {
+			n = 3
+		}
+		c := newCrashCluster(t, n)
+		for i := range c.peers {
+			c.killEarly(i, time.Duration(rng.Intn(300))*time.Millisecond)
+		}
+		groups := newCrashGroups(1, seed+int64(try))
+		for i := range c.peers {
+			c.start(i)
+		}
+		for attempt := 0; ; attempt++ {
+			leader := c.leader()
+			c.verify(leader, groups, &crashTotals{})
+			cl := c.dial(leader)
+			err := groups[0].applyID(cl)
+			_ = cl.Close()
+			if err == nil {
+				break
+			}
+			// A leader that stepped down under the request: again.
+			if !errors.Is(err, errStopped) || attempt == 5 {
+				t.Fatalf("try %d: apply an id: %v\n%s", try, err, c.logs())
+			}
+		}
+		for i := range c.peers {
+			c.kill(i)
+		}
+		for i := range c.peers {
+			c.start(i)
+		}
+		c.verify(c.leader(), groups, &crashTotals{})
+		for i := range c.peers {
+			c.kill(i)
+		}
+	}
 }
 
 // TestCrashThreePeers runs three controller peers as child processes
