@@ -93,6 +93,9 @@ type Controller struct {
 	// everything committed before (a barrier), cleared when it stops
 	// leading.
 	ready atomic.Bool
+	// barrier waits until the state machine has applied everything
+	// committed (raft's Barrier); tests replace it before Start.
+	barrier func() error
 
 	mu sync.Mutex
 
@@ -173,6 +176,11 @@ func (c *Controller) Start() error {
 		return err
 	}
 	c.node = n
+	if c.barrier == nil {
+		// Counted as an append (dledger_op_total), as RocketMQ's new
+		// leader's first proposal is.
+		c.barrier = func() error { return c.raftWait(time.Now(), n.raft.Barrier(applyTimeout)) }
+	}
 	c.wg.Add(2)
 	go c.watchLeadership()
 	go c.scan()
@@ -257,13 +265,39 @@ func (c *Controller) watchLeadership() {
 				c.log.Info().Msg("controller is no longer the leader")
 				continue
 			}
-			if err := c.raftWait(time.Now(), c.node.raft.Barrier(applyTimeout)); err != nil {
-				c.log.Warn().Err(err).Msg("controller: leader barrier failed")
-				continue
-			}
+			c.becomeReady()
+		}
+	}
+}
+
+// becomeReady runs the barrier of a new leadership and then answers
+// requests. A barrier that fails while this peer still leads (raft's
+// enqueue timeout: its loop held up, by a slow disk say) is tried again,
+// as RocketMQ's controller retries its initial proposal: no other
+// leadership notice would come to retry it, and a leader that is never
+// ready leaves every controller answering CONTROLLER_NOT_LEADER. A lost
+// leadership ends the tries (its notice follows).
+func (c *Controller) becomeReady() {
+	wait := 10 * time.Millisecond
+	for try := 1; ; try++ {
+		err := c.barrier()
+		if err == nil {
 			c.ready.Store(true)
 			c.log.Info().Str("self", c.self.ID).Msg("controller is the leader")
+			return
 		}
+		if c.node.raft.State() != raft.Leader || errors.Is(err, raft.ErrLeadershipLost) ||
+			errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrRaftShutdown) {
+			c.log.Warn().Err(err).Msg("controller: leader barrier failed; no longer the leader")
+			return
+		}
+		c.log.Warn().Err(err).Int("try", try).Msg("controller: leader barrier failed; trying again")
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
 	}
 }
 

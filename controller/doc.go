@@ -84,8 +84,9 @@
 // membership is then the store's (a changed controllerDLegerPeers is logged
 // as a warning and needs empty stores on every peer to take effect). A new
 // leader answers requests only once it has applied everything committed
-// before (a raft barrier). Requests are checked and replicated one at a
-// time, as RocketMQ's single event thread does.
+// before (a raft barrier, tried again while it leads). Requests are
+// checked and replicated one at a time, as RocketMQ's single event thread
+// does.
 //
 // # Metrics
 //

@@ -5,10 +5,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // TestInterruptedBootstrapStarts: raft's bootstrap of a new store writes
@@ -72,5 +77,33 @@ func TestCutSnapshotRemoved(t *testing.T) {
 	}
 	if got := c2.State().Replicas["broker-a"]; got == nil || got.Brokers[1].Addr != b.addr {
 		t.Fatalf("the state after the restart: %+v", got)
+	}
+}
+
+// TestLeaderBarrierRetried: a new leader answers once a raft barrier
+// has passed. A barrier that fails while the peer still leads (raft's
+// enqueue timeout, when its loop is held up by a slow disk) must be tried
+// again: no other leadership notice comes to retry it, and a leader that
+// is never ready leaves the controller cluster answering nothing.
+func TestLeaderBarrierRetried(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	c, err := New(Options{Config: testConfig(t.TempDir()), Log: zerolog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	c.barrier = func() error {
+		if calls.Add(1) == 1 {
+			return raft.ErrEnqueueTimeout
+		}
+		return c.node.raft.Barrier(applyTimeout).Error()
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	waitFor(t, "the controller to lead after a failed barrier", c.IsLeader)
+	if calls.Load() < 2 {
+		t.Fatalf("the barrier ran %d times", calls.Load())
 	}
 }
