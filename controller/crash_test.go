@@ -559,6 +559,9 @@ func observe(cl *remoting.Client, groups []*crashGroup) (map[string]groupState, 
 	if err != nil {
 		return nil, fmt.Errorf("get sync state data: %w", err)
 	}
+	if resp.Code == remoting.ControllerNotLeader {
+		return nil, errStopped
+	}
 	if resp.Code != remoting.Success {
 		return nil, fmt.Errorf("get sync state data: code %d %s", resp.Code, resp.Remark)
 	}
@@ -587,6 +590,9 @@ func observe(cl *remoting.Client, groups []*crashGroup) (map[string]groupState, 
 		if err != nil {
 			return nil, fmt.Errorf("get next broker id of %s: %w", g.name, err)
 		}
+		if resp.Code == remoting.ControllerNotLeader {
+			return nil, errStopped
+		}
 		if resp.Code != remoting.Success {
 			return nil, fmt.Errorf("get next broker id of %s: code %d %s", g.name, resp.Code, resp.Remark)
 		}
@@ -604,33 +610,41 @@ type crashTotals struct {
 	changes                          map[string]int
 }
 
-// verify checks that the controller leading at peer i holds every
-// acknowledged change of every group, and at most the one request that
-// was in flight besides: the group is exactly its acknowledged state, or
-// that state with the request in flight applied.
-func (c *crashCluster) verify(i int, groups []*crashGroup, tot *crashTotals) {
+// verify finds the leader and checks that it holds every acknowledged
+// change of every group, and at most the one request that was in flight
+// besides: the group is exactly its acknowledged state, or that state
+// with the request in flight applied. It returns the leader's index (a
+// leader that steps down under the reads is looked for again).
+func (c *crashCluster) verify(groups []*crashGroup, tot *crashTotals) int {
 	c.t.Helper()
-	cl := c.dial(i)
-	defer cl.Close()
-	got, err := observe(cl, groups)
-	if err != nil {
-		c.t.Fatalf("read the state back from %s: %v\n%s", c.peers[i].id, err, c.logs())
-	}
-	for _, g := range groups {
-		s := got[g.name]
-		switch {
-		case s.equal(g.acked):
-		case g.pending != nil && s.equal(*g.pending):
-			g.acked = *g.pending
-			tot.appliedInFlight++
-		default:
-			pending := "none"
-			if g.pending != nil {
-				pending = g.pending.String()
-			}
-			c.t.Fatalf("%s after the kill: controller %s has %v; acknowledged %v, in flight %s\n%s", g.name, c.peers[i].id, s, g.acked, pending, c.logs())
+	for try := 0; ; try++ {
+		i := c.leader()
+		cl := c.dial(i)
+		got, err := observe(cl, groups)
+		_ = cl.Close()
+		if errors.Is(err, errStopped) && try < 10 {
+			continue
 		}
-		g.pending = nil
+		if err != nil {
+			c.t.Fatalf("read the state back from %s: %v\n%s", c.peers[i].id, err, c.logs())
+		}
+		for _, g := range groups {
+			s := got[g.name]
+			switch {
+			case s.equal(g.acked):
+			case g.pending != nil && s.equal(*g.pending):
+				g.acked = *g.pending
+				tot.appliedInFlight++
+			default:
+				pending := "none"
+				if g.pending != nil {
+					pending = g.pending.String()
+				}
+				c.t.Fatalf("%s after the kill: controller %s has %v; acknowledged %v, in flight %s\n%s", g.name, c.peers[i].id, s, g.acked, pending, c.logs())
+			}
+			g.pending = nil
+		}
+		return i
 	}
 }
 
@@ -763,8 +777,7 @@ func TestCrashOnePeer(t *testing.T) {
 			c.checkCutSnapshots(0)
 		}
 		c.start(0)
-		c.leader()
-		c.verify(0, groups, tot)
+		c.verify(groups, tot)
 		if run == kills {
 			break
 		}
@@ -805,8 +818,7 @@ func TestCrashFirstStart(t *testing.T) {
 			c.start(i)
 		}
 		for attempt := 0; ; attempt++ {
-			leader := c.leader()
-			c.verify(leader, groups, &crashTotals{})
+			leader := c.verify(groups, &crashTotals{})
 			cl := c.dial(leader)
 			err := groups[0].applyID(cl)
 			_ = cl.Close()
@@ -824,7 +836,7 @@ func TestCrashFirstStart(t *testing.T) {
 		for i := range c.peers {
 			c.start(i)
 		}
-		c.verify(c.leader(), groups, &crashTotals{})
+		c.verify(groups, &crashTotals{})
 		for i := range c.peers {
 			c.kill(i)
 		}
@@ -853,8 +865,7 @@ func TestCrashThreePeers(t *testing.T) {
 	snapshotRestart := false
 	down := -1
 	for round := 0; round < rounds; round++ {
-		leader := c.leader()
-		c.verify(leader, groups, tot)
+		leader := c.verify(groups, tot)
 		stop := c.drive(leader, groups, tot)
 		time.Sleep(time.Duration(150+rng.Intn(400)) * time.Millisecond)
 		if down >= 0 {
@@ -881,13 +892,13 @@ func TestCrashThreePeers(t *testing.T) {
 		tot.kills++
 		stop()
 		c.checkCutSnapshots(leader)
-		c.verify(c.leader(), groups, tot)
+		c.verify(groups, tot)
 		down = leader
 	}
 	if down >= 0 {
 		c.start(down)
 	}
-	c.verify(c.leader(), groups, tot)
+	c.verify(groups, tot)
 	if !snapshotRestart {
 		t.Errorf("no peer restarted from a snapshot behind a compacted log")
 	}
