@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -118,7 +119,7 @@ func newCrashCluster(t *testing.T, n int) *crashCluster {
 	dir := t.TempDir()
 	var ports []int
 	for len(ports) < n {
-		p := testutil.FreePortPair(t)
+		p := crashPortPair(t)
 		if slices.ContainsFunc(ports, func(q int) bool { return p >= q-1 && p <= q+1 }) {
 			continue
 		}
@@ -144,6 +145,38 @@ func newCrashCluster(t *testing.T, n int) *crashCluster {
 		}
 	})
 	return c
+}
+
+// crashPortPair returns a port free with the next one, both below the
+// kernel's ephemeral range: a peer restarted after a kill binds them
+// again, and in that range the local port of some outgoing connection
+// (the test dials a lot) may have taken one meanwhile.
+func crashPortPair(t *testing.T) int {
+	t.Helper()
+	lo := 32768 // Linux's default start of ip_local_port_range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 11000 {
+				lo = v
+			}
+		}
+	}
+	for range 1000 {
+		port := 10000 + rand.Intn(lo-10001)
+		l1, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l2, err := net.Listen("tcp", fmt.Sprintf(":%d", port+1))
+		_ = l1.Close()
+		if err != nil {
+			continue
+		}
+		_ = l2.Close()
+		return port
+	}
+	t.Fatal("no free pair of ports below the ephemeral range")
+	return 0
 }
 
 func (c *crashCluster) start(i int) {
