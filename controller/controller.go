@@ -89,10 +89,13 @@ type Controller struct {
 	hb     *heartbeats
 	node   *node
 	notify chan bool
-	// ready is set once this peer leads and its state machine has applied
-	// everything committed before (a barrier), cleared when it stops
-	// leading.
-	ready atomic.Bool
+	// readyTerm is the raft term in which this peer leads with its state
+	// machine having applied everything committed before (a barrier
+	// passed in that term); 0 when it does not. IsLeader also asks that
+	// the term be the current one: a peer that lost and won leadership
+	// again before watchLeadership saw the loss must not answer from a
+	// state the new term's barrier has not caught up.
+	readyTerm atomic.Uint64
 	// barrier waits until the state machine has applied everything
 	// committed (raft's Barrier); tests replace it before Start.
 	barrier func() error
@@ -204,13 +207,19 @@ func (c *Controller) Close() error {
 		err = c.node.close()
 	}
 	c.wg.Wait()
-	c.ready.Store(false)
+	c.readyTerm.Store(0)
 	return errors.Join(err, c.clients.Close())
 }
 
 // IsLeader reports whether this controller leads and answers requests.
 func (c *Controller) IsLeader() bool {
-	return c.node != nil && c.ready.Load() && c.node.raft.State() == raft.Leader
+	return c.node != nil && c.readyNow() && c.node.raft.State() == raft.Leader
+}
+
+// readyNow reports whether the barrier of the current term passed.
+func (c *Controller) readyNow() bool {
+	t := c.readyTerm.Load()
+	return t != 0 && t == c.node.raft.CurrentTerm()
 }
 
 // WaitLeader waits until some controller of the cluster leads and this
@@ -261,7 +270,7 @@ func (c *Controller) watchLeadership() {
 			return
 		case leader := <-c.notify:
 			if !leader {
-				c.ready.Store(false)
+				c.readyTerm.Store(0)
 				c.log.Info().Msg("controller is no longer the leader")
 				continue
 			}
@@ -280,9 +289,12 @@ func (c *Controller) watchLeadership() {
 func (c *Controller) becomeReady() {
 	wait := 10 * time.Millisecond
 	for try := 1; ; try++ {
+		// The term the barrier runs in: entries a later leader
+		// committed are not behind it.
+		term := c.node.raft.CurrentTerm()
 		err := c.barrier()
 		if err == nil {
-			c.ready.Store(true)
+			c.readyTerm.Store(term)
 			c.log.Info().Str("self", c.self.ID).Msg("controller is the leader")
 			return
 		}

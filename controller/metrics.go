@@ -114,7 +114,7 @@ func (c *Controller) role() metrics.RaftRole {
 	}
 	switch c.node.raft.State() {
 	case raft.Leader:
-		if c.ready.Load() {
+		if c.readyNow() {
 			return metrics.RoleLeader
 		}
 		return metrics.RoleCandidate

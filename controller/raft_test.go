@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/metrics"
 )
 
 // TestInterruptedBootstrapStarts: raft's bootstrap of a new store writes
@@ -105,5 +106,35 @@ func TestLeaderBarrierRetried(t *testing.T) {
 	waitFor(t, "the controller to lead after a failed barrier", c.IsLeader)
 	if calls.Load() < 2 {
 		t.Fatalf("the barrier ran %d times", calls.Load())
+	}
+}
+
+// TestReadinessIsOfTheCurrentTerm: a leader answers only while the
+// barrier that made it ready passed in the current raft term. A peer
+// that lost and won leadership again before watchLeadership saw the loss
+// must not answer from a state the new term's barrier has not caught up
+// (entries another leader committed in between): a readiness of an
+// older term is no readiness.
+func TestReadinessIsOfTheCurrentTerm(t *testing.T) {
+	c, err := New(Options{Config: testConfig(t.TempDir()), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	waitFor(t, "the controller to lead", c.IsLeader)
+	term := c.node.raft.CurrentTerm()
+	c.readyTerm.Store(term - 1)
+	if c.IsLeader() {
+		t.Fatal("a peer ready in an earlier term answers as the leader")
+	}
+	if got := c.role(); got == metrics.RoleLeader {
+		t.Fatal("the role metric says LEADER for a peer ready in an earlier term")
+	}
+	c.readyTerm.Store(term)
+	if !c.IsLeader() {
+		t.Fatal("a peer ready in the current term does not answer as the leader")
 	}
 }
