@@ -1,14 +1,13 @@
 package broker
 
 import (
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -90,16 +89,7 @@ func TestRPCLatencyCountsTheAnswers(t *testing.T) {
 // scrapeMetrics returns one scrape of the broker's exporter.
 func scrapeMetrics(t *testing.T, b *testBroker) string {
 	t.Helper()
-	resp, err := http.Get("http://" + b.MetricsAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
-	}
-	return string(raw)
+	return testutil.Scrape(t, b.MetricsAddr().String())
 }
 
 // metricValue returns the value of the one series of metric whose labels

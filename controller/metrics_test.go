@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,16 +40,7 @@ func startMetricsHost(t *testing.T, mo *MetricsOptions) *Host {
 // scrapeHost returns one scrape of the host's exporter.
 func scrapeHost(t *testing.T, h *Host) string {
 	t.Helper()
-	resp, err := http.Get("http://" + h.MetricsAddr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
-	}
-	return string(raw)
+	return testutil.Scrape(t, h.MetricsAddr().String())
 }
 
 // series returns the values of the series of metric whose labels include

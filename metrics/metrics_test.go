@@ -2,12 +2,11 @@ package metrics
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rs/zerolog"
 )
 
@@ -25,16 +24,7 @@ func scrape(t *testing.T, m Served) string {
 			t.Error(err)
 		}
 	}()
-	resp, err := http.Get("http://" + e.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: %d %v", resp.StatusCode, err)
-	}
-	return string(body)
+	return testutil.Scrape(t, e.Addr().String())
 }
 
 // The scrape shows every metric under RocketMQ's name and labels: by

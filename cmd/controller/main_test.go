@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,22 +124,14 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 	}
 	// The metrics of the controller restarted from its store: the leader's
 	// role, the store's size, the requests it answered.
-	scrape, err := http.Get("http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := io.ReadAll(scrape.Body)
-	_ = scrape.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := testutil.Scrape(t, "127.0.0.1:"+strconv.Itoa(metricsPort))
 	labels := `address="` + addr + `",group="group1",instance_id="i1",peer_id="n0"`
 	for _, want := range []string{
 		"role{" + labels + "} 1\n",
 		"dledger_disk_usage_bytes{" + labels + "} ",
 		"request_total{" + labels + `,request_handle_status="success",request_type="CONTROLLER_GET_METADATA_INFO"} `,
 	} {
-		if !strings.Contains(string(text), want) {
+		if !strings.Contains(text, want) {
 			t.Errorf("scrape lacks %s:\n%s", want, text)
 		}
 	}

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -319,20 +317,12 @@ func TestControllerInNamesrv(t *testing.T) {
 	if err != nil || resp.Code != remoting.Success {
 		t.Fatalf("apply broker id: %v %v", resp, err)
 	}
-	scrape, err := http.Get("http://" + metricsAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, err := io.ReadAll(scrape.Body)
-	_ = scrape.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := testutil.Scrape(t, metricsAddr)
 	for _, want := range []string{
 		`request_total{address="` + ctlAddr + `",group="",peer_id="n0",request_handle_status="success",request_type="CONTROLLER_APPLY_BROKER_ID"} 1`,
 		`role{address="` + ctlAddr + `",group="",peer_id="n0"} 1`,
 	} {
-		if !strings.Contains(string(text), want+"\n") {
+		if !strings.Contains(text, want+"\n") {
 			t.Errorf("the embedded controller's scrape lacks %s:\n%s", want, text)
 		}
 	}
