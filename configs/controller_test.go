@@ -81,6 +81,42 @@ someVendorKey = 1
 	}
 }
 
+// A name server that hosts no controller takes the controller's keys
+// without reading them, whatever their values, and says so, as RocketMQ's
+// NamesrvStartup reads its ControllerConfig only with
+// enableControllerInNamesrv: a file left with controllerType=jRaft or an
+// exporter rocketkv refuses still starts the name server; with the
+// controller on, the same values are refused.
+func TestNamesrvWithoutControllerIgnoresItsKeys(t *testing.T) {
+	file := "listenPort=9877\ncontrollerType=jRaft\nmetricsExporterType=OTLP_GRPC\njRaftElectionTimeoutMs=soon\ncontrollerDLegerPeers=n0-127.0.0.1:9878\n"
+	got, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", file), nil)
+	if err != nil {
+		t.Fatalf("a name server without a controller refused its controller keys: %v", err)
+	}
+	if got.Namesrv.ListenPort != 9877 {
+		t.Errorf("listenPort %d, want the file's 9877", got.Namesrv.ListenPort)
+	}
+	if got.Namesrv.Controller.Peers != "" {
+		t.Errorf("controllerDLegerPeers read (%q) with no controller", got.Namesrv.Controller.Peers)
+	}
+	reported := map[string]string{}
+	for _, k := range got.InertKeys {
+		reported[k.Key] = k.Reason
+	}
+	for _, k := range []string{"controllerType", "metricsExporterType", "jRaftElectionTimeoutMs", "controllerDLegerPeers"} {
+		if !strings.Contains(reported[k], "enableControllerInNamesrv") {
+			t.Errorf("%s reported %q, want the reason naming enableControllerInNamesrv", k, reported[k])
+		}
+	}
+	if _, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", "enableControllerInNamesrv=true\n"+file), nil); err == nil {
+		t.Error("a name server hosting the controller took controllerType=jRaft")
+	}
+	// Turned on by an override, the controller's keys of the file are read.
+	if _, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", file), map[string]string{"enableControllerInNamesrv": "true"}); err == nil {
+		t.Error("a name server whose override turns the controller on took controllerType=jRaft")
+	}
+}
+
 // The controller's metrics exporter: off by default (RocketMQ's DISABLE,
 // port 5557, unit-suffixed names); RocketMQ's OTLP_GRPC and LOG exporters
 // are refused as the broker refuses them, and so does the name server
@@ -96,9 +132,9 @@ func TestControllerMetricsKeys(t *testing.T) {
 			!strings.Contains(err.Error(), "metricsExporterType") {
 			t.Errorf("controller metricsExporterType=%s: %v", typ, err)
 		}
-		if _, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", "metricsExporterType="+typ+"\n"), nil); err == nil ||
+		if _, err := LoadNamesrv(testutil.WriteFile(t, "n.properties", "enableControllerInNamesrv=true\nmetricsExporterType="+typ+"\n"), nil); err == nil ||
 			!strings.Contains(err.Error(), "metricsExporterType") {
-			t.Errorf("name server metricsExporterType=%s: %v", typ, err)
+			t.Errorf("name server hosting the controller, metricsExporterType=%s: %v", typ, err)
 		}
 	}
 	got, err := LoadControllerFrom(testutil.WriteFile(t, "c.properties", "metricsExporterType=prom\nmetricsNameUnitSuffix=false\n"), nil)

@@ -119,6 +119,32 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 // namesrvSchema is the name server's key table with its lookups.
 var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv](), controllerInert[Namesrv]()))
 
+// reasonControllerOff is why a name server without an embedded
+// controller takes the controller's keys without effect.
+const reasonControllerOff = "the name server reads the controller's keys only with enableControllerInNamesrv=true, as RocketMQ's NamesrvStartup does"
+
+// namesrvWithoutControllerSchema reads the file of a name server that
+// hosts no controller: the controller's keys are inert whatever their
+// values, as RocketMQ's name server reads its ControllerConfig only with
+// enableControllerInNamesrv (a file left with controllerType=jRaft, say,
+// still starts it).
+var namesrvWithoutControllerSchema = func() *schema[Namesrv] {
+	var keys []string
+	controllerKey := map[string]bool{}
+	for _, f := range controllerFields(func(n *Namesrv) *Controller { return &n.Controller }) {
+		for _, k := range append([]string{f.key}, f.aliases...) {
+			controllerKey[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for _, in := range controllerInert[Namesrv]() {
+		keys = append(keys, in.key)
+	}
+	fields := slices.DeleteFunc(slices.Clone(namesrvFields), func(f field[Namesrv]) bool { return controllerKey[f.key] })
+	return newSchema(fields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv](),
+		inertStrings[Namesrv](reasonControllerOff, keys...)))
+}()
+
 // DefaultKVConfigPath is RocketMQ's default kvConfigPath,
 // ~/namesrv/kvConfig.json, so a name server that replaces RocketMQ's finds
 // the order-topic configuration it kept; "" (memory only) when there is
@@ -160,9 +186,19 @@ func LoadNamesrv(path string, overrides map[string]string) (LoadedNamesrv, error
 // LoadNamesrvFrom is LoadNamesrv with each override's origin named (a
 // later source wins over an earlier one): an error in a source starts
 // with its Name, one in the file with the file and line.
+//
+// The controller's keys are read only when the configuration sets
+// enableControllerInNamesrv=true; otherwise they are reported inert and
+// their values not checked, as RocketMQ's name server ignores them.
 func LoadNamesrvFrom(path string, overrides []Source) (LoadedNamesrv, error) {
 	out := LoadedNamesrv{Namesrv: DefaultNamesrv()}
-	inerts, err := loadLayers(namesrvSchema, &out.Namesrv, path, nil, overrides, &out.UnknownKeys)
+	inerts, err := loadLayers(namesrvWithoutControllerSchema, &out.Namesrv, path, nil, overrides, &out.UnknownKeys)
+	if err == nil && !out.Namesrv.EnableControllerInNamesrv {
+		out.InertKeys = report(inerts, &out.Namesrv)
+		return out, nil
+	}
+	out = LoadedNamesrv{Namesrv: DefaultNamesrv()}
+	inerts, err = loadLayers(namesrvSchema, &out.Namesrv, path, nil, overrides, &out.UnknownKeys)
 	if err != nil {
 		return LoadedNamesrv{}, err
 	}
