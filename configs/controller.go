@@ -225,10 +225,10 @@ func (c *Controller) StorePathOrDefault() string {
 	return c.StorePath
 }
 
-// PersistControllerSettings writes settings (the controller's keys) into
-// the standalone controller's configuration file as PersistSettings does
-// for the broker's: what UPDATE_CONTROLLER_CONFIG changed survives a
-// restart.
+// PersistControllerSettings writes settings (the controller's keys, its
+// inert ones included) into the standalone controller's configuration
+// file as PersistSettings does for the broker's: what
+// UPDATE_CONTROLLER_CONFIG changed survives a restart.
 func PersistControllerSettings(path string, settings map[string]string) error {
-	return persistSettings(path, settings, controllerFileSchema.canonical)
+	return persistSettings(path, settings, controllerFileSchema.persistedName)
 }

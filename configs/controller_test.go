@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,41 @@ func TestControllerMetricsKeys(t *testing.T) {
 	}
 	if _, err := LoadControllerFrom(testutil.WriteFile(t, "c.properties", "metricsPromExporterPort=70000\n"), nil); err == nil {
 		t.Error("metricsPromExporterPort=70000 accepted")
+	}
+}
+
+// The name server's embedded controller takes the controller's keys (its
+// inert ones and scanNotActiveBrokerInterval too) and refuses the name
+// server's own, which UPDATE_NAMESRV_CONFIG changes.
+func TestNamesrvControllerSettingsUpdate(t *testing.T) {
+	s := NamesrvControllerSettings(DefaultNamesrv())
+	next, changed, inert, err := s.Update(map[string]string{"electMasterMaxRetryCount": "5", "scanNotActiveBrokerInterval": "100", "controllerThreadPoolNums": "8"})
+	if err != nil || strings.Join(changed, ",") != "scanNotActiveBrokerInterval,electMasterMaxRetryCount" || len(inert) != 1 || inert[0].Key != "controllerThreadPoolNums" {
+		t.Fatalf("update: %v %v %v", changed, inert, err)
+	}
+	if c, scan, _ := next.Controller(); c.ElectMasterMaxRetryCount != 5 || scan != 100*time.Millisecond {
+		t.Fatalf("after the update: %+v %v", c, scan)
+	}
+	if c, _, _ := s.Controller(); c.ElectMasterMaxRetryCount != 3 {
+		t.Fatal("Update changed the settings it was called on")
+	}
+	for _, key := range []string{"listenPort", "orderMessageEnable", "serverSocketBacklog"} {
+		if _, _, _, err := s.Update(map[string]string{key: "1"}); err == nil || !strings.Contains(err.Error(), "UPDATE_NAMESRV_CONFIG") {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+	if black := s.BlackListed(map[string]string{"kvConfigPath": "x", "rocketmqHome": "y", "ConfigStorePath": "z", "notifyBrokerRoleChanged": "false"}); strings.Join(black, ",") != "ConfigStorePath,kvConfigPath,rocketmqHome" {
+		t.Fatalf("black-listed: %v", black)
+	}
+}
+
+// An inert key written back replaces its line instead of adding another.
+func TestPersistControllerInertKeyInPlace(t *testing.T) {
+	p := testutil.WriteFile(t, "controller.properties", "controllerThreadPoolNums = 16\ncontrollerDLegerSelfId = n0\n")
+	if err := PersistControllerSettings(p, map[string]string{"controllerThreadPoolNums": "32"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(p); err != nil || string(got) != "controllerThreadPoolNums=32\ncontrollerDLegerSelfId = n0\n" {
+		t.Fatalf("file (%v):\n%s", err, got)
 	}
 }

@@ -279,5 +279,5 @@ func NamesrvKeys() []string { return namesrvSchema.keys() }
 // PersistNamesrvSettings writes settings into the name server's
 // configuration file as PersistSettings does for the broker's.
 func PersistNamesrvSettings(path string, settings map[string]string) error {
-	return persistSettings(path, settings, namesrvSchema.canonical)
+	return persistSettings(path, settings, namesrvSchema.persistedName)
 }

@@ -159,6 +159,25 @@ func (s *schema[T]) settings(c *T) map[string]string {
 	return out
 }
 
+// values is the current value of each of keys (canonical names) as text,
+// a secret's unmasked: what a configuration update writes back. A key
+// the table does not know is left out.
+func (s *schema[T]) values(c *T, keys []string) map[string]string {
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		f, ok := s.lookup(k)
+		if !ok {
+			continue
+		}
+		get := f.get
+		if f.value != nil {
+			get = f.value
+		}
+		out[f.key] = get(c)
+	}
+	return out
+}
+
 // changed lists, in table order, the canonical keys whose values differ
 // between a and b (a secret's by its value, not its masked report).
 func (s *schema[T]) changed(a, b *T) []string {

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -38,6 +39,10 @@ type Options struct {
 	ExtraSettings map[string]string
 	// Now is the clock of heartbeats; nil is time.Now.
 	Now func() time.Time
+	// Settings is the configuration the controller was started from, whose
+	// keys UPDATE_CONTROLLER_CONFIG may set (checked as a configuration
+	// file's). Nil is bin/controller's defaults with Config's keys.
+	Settings configs.ControllerSettings
 	// Persist, when set, writes the keys UPDATE_CONTROLLER_CONFIG changed
 	// (canonical names, new values) back into the configuration file; an
 	// error leaves them in force until restart and is told in the remark.
@@ -84,6 +89,14 @@ type Controller struct {
 	cfgMu sync.Mutex
 	// cfg is guarded by cfgMu (UPDATE_CONTROLLER_CONFIG changes it).
 	cfg Config
+	// file is the configuration as UPDATE_CONTROLLER_CONFIG left it;
+	// stored are the keys it set that take effect at the next start, with
+	// their values (as GET_CONTROLLER_CONFIG reports them). Both guarded
+	// by cfgMu.
+	file   configs.ControllerSettings
+	stored map[string]string
+	// rescan tells the scan goroutine a scan period changed.
+	rescan chan struct{}
 
 	fsm    *fsm
 	hb     *heartbeats
@@ -143,7 +156,23 @@ func New(opts Options) (*Controller, error) {
 	if now == nil {
 		now = time.Now
 	}
+	file := opts.Settings
+	if file == nil {
+		f := configs.DefaultControllerFile()
+		f.Controller.Group, f.Controller.Peers, f.Controller.SelfID, f.Controller.StorePath = cfg.Group, cfg.Peers, cfg.SelfID, cfg.StorePath
+		f.Controller.ScanInactiveMasterInterval = cfg.ScanInactiveMasterInterval
+		f.Controller.ElectMasterMaxRetryCount = cfg.ElectMasterMaxRetryCount
+		f.Controller.EnableElectUncleanMaster = cfg.EnableElectUncleanMaster
+		f.Controller.NotifyBrokerRoleChanged = cfg.NotifyBrokerRoleChanged
+		f.Controller.ProcessReadEvent = cfg.ProcessReadEvent
+		f.ScanNotActiveBrokerInterval = cfg.ScanNotActiveBrokerInterval
+		f.ConfigBlackList = cfg.ConfigBlackList
+		file = configs.StandaloneControllerSettings(f)
+	}
 	c := &Controller{
+		file:     file,
+		stored:   map[string]string{},
+		rescan:   make(chan struct{}, 1),
 		log:      opts.Log.With().Str("component", "controller").Logger(),
 		peers:    peers,
 		self:     self,
@@ -336,6 +365,13 @@ func (c *Controller) scan() {
 				c.log.Warn().Str("cluster", id.Cluster).Str("brokerName", id.BrokerName).Int64("brokerId", id.BrokerID).Msg("broker heartbeats expired")
 				c.onBrokerInactive(id)
 			}
+		case <-c.rescan:
+			// UPDATE_CONTROLLER_CONFIG changed a period: the next scan
+			// comes one new period from now.
+			cfg := c.config()
+			brokers.Reset(cfg.ScanNotActiveBrokerInterval)
+			masters.Reset(cfg.ScanInactiveMasterInterval)
+			c.log.Info().Dur("scanNotActiveBrokerInterval", cfg.ScanNotActiveBrokerInterval).Dur("scanInactiveMasterInterval", cfg.ScanInactiveMasterInterval).Msg("controller scans follow the new periods")
 		case id := <-c.inactive:
 			c.onBrokerInactive(id)
 		case <-masters.C:

@@ -468,7 +468,7 @@ func TestBadRequests(t *testing.T) {
 		{remoting.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "a", "brokerAddr": "x:1"}, nil, remoting.ControllerInvalidRequest, "empty brokerId"},
 		{remoting.BrokerHeartbeat, map[string]string{"clusterName": "c", "brokerName": "a", "brokerAddr": "x:1", "brokerId": "1", "epoch": "99999999999"}, nil, remoting.SystemError, "epoch"},
 		{remoting.UpdateControllerConfig, nil, []byte("configStorePath=/tmp/x\n"), remoting.NoPermission, "black list"},
-		{remoting.UpdateControllerConfig, nil, []byte("controllerDLegerPeers=n0-1.2.3.4:5\n"), remoting.InvalidParameter, "controllerDLegerPeers"},
+		{remoting.UpdateControllerConfig, nil, []byte("controllerDLegerPeers=n1-1.2.3.4:5\n"), remoting.InvalidParameter, "controllerDLegerPeers"},
 		{remoting.UpdateControllerConfig, nil, []byte("noSuchKey=1\n"), remoting.InvalidParameter, "noSuchKey"},
 	} {
 		resp := invoke(t, cl, tc.code, tc.ext, tc.body)

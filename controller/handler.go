@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,16 +222,35 @@ func (c *Controller) settings() map[string]string {
 			m[k] = v
 		}
 	}
+	// The keys updated for the next start, with the values kept, as
+	// RocketMQ reports the fields its update set.
+	c.cfgMu.Lock()
+	maps.Copy(m, c.stored)
+	c.cfgMu.Unlock()
 	return m
 }
 
-// liveKeys are the keys UPDATE_CONTROLLER_CONFIG changes at run time
-// (written back through Options.Persist); the others need a restart.
-var liveKeys = []string{"electMasterMaxRetryCount", "enableElectUncleanMaster", "notifyBrokerRoleChanged", "isProcessReadEvent", "processReadEvent"}
+// runTimeKeys are the keys UPDATE_CONTROLLER_CONFIG puts in force at
+// once: the switches read at each election, request or notice, and the
+// scan periods, whose tickers are reset. Every other key it takes is
+// written back for the next start (RocketMQ's update sets them all on
+// its ControllerConfig, where nothing reads them again).
+var runTimeKeys = map[string]bool{
+	"electMasterMaxRetryCount": true, "enableElectUncleanMaster": true, "notifyBrokerRoleChanged": true,
+	"processReadEvent": true, "scanNotActiveBrokerInterval": true, "scanInactiveMasterInterval": true,
+}
 
-// updateConfig answers UPDATE_CONTROLLER_CONFIG: a properties body whose
-// keys must not be black-listed (NO_PERMISSION, as RocketMQ) and must be
-// keys the controller changes at run time.
+// updateConfig answers UPDATE_CONTROLLER_CONFIG as RocketMQ's
+// ControllerRequestProcessor does: a properties body, any key of the
+// black list (configBlackList, configStorePath, rocketmqHome and those
+// configBlackList names) refused with NO_PERMISSION "Can not update
+// config in black list.", every other key of the controller's
+// configuration set. A run-time key (runTimeKeys) is in force at once;
+// the others are kept, reported by GET_CONTROLLER_CONFIG and written
+// back into the configuration file, taking effect at the next start.
+// Unlike RocketMQ, which skips what it cannot set, an unknown key, a
+// value that does not parse or peers the next start would refuse are
+// INVALID_PARAMETER naming the key, and nothing is changed.
 func (c *Controller) updateConfig(body []byte) result {
 	if body == nil {
 		return result{}
@@ -239,60 +259,98 @@ func (c *Controller) updateConfig(body []byte) result {
 	if err != nil {
 		return fail(remoting.SystemError, "string2Properties error: %v", err)
 	}
-	cfg := c.config()
-	black := map[string]bool{"configblacklist": true, "configstorepath": true, "rocketmqhome": true}
-	for _, k := range strings.Split(cfg.ConfigBlackList, ";") {
-		if k = strings.TrimSpace(k); k != "" {
-			black[strings.ToLower(k)] = true
-		}
-	}
-	for k := range props {
-		if black[strings.ToLower(k)] {
-			return fail(remoting.NoPermission, "Can not update config in black list.")
-		}
-	}
-	next := cfg
-	// persisted are the changed keys under the names a configuration file
-	// gives them.
-	persisted := map[string]string{}
-	for _, k := range slices.Sorted(mapsKeysString(props)) {
-		v := strings.TrimSpace(props[k])
-		switch k {
-		case "electMasterMaxRetryCount":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return fail(remoting.InvalidParameter, "electMasterMaxRetryCount: %q is not a positive integer", v)
-			}
-			next.ElectMasterMaxRetryCount = n
-			persisted[k] = strconv.Itoa(n)
-		case "enableElectUncleanMaster":
-			next.EnableElectUncleanMaster = strings.EqualFold(v, "true")
-			persisted[k] = strconv.FormatBool(next.EnableElectUncleanMaster)
-		case "notifyBrokerRoleChanged":
-			next.NotifyBrokerRoleChanged = strings.EqualFold(v, "true")
-			persisted[k] = strconv.FormatBool(next.NotifyBrokerRoleChanged)
-		case "isProcessReadEvent", "processReadEvent":
-			next.ProcessReadEvent = strings.EqualFold(v, "true")
-			persisted["processReadEvent"] = strconv.FormatBool(next.ProcessReadEvent)
-		default:
-			if _, known := c.settings()[k]; known {
-				return fail(remoting.InvalidParameter, "%s cannot change while the controller runs (restart it with the new value); run-time keys: %s", k, strings.Join(liveKeys, ", "))
-			}
-			return fail(remoting.InvalidParameter, "unknown controller key %q", k)
-		}
-	}
 	c.cfgMu.Lock()
-	c.cfg = next
-	c.cfgMu.Unlock()
-	c.log.Info().Interface("keys", props).Msg("controller configuration updated")
-	var unsaved error
-	if c.persist == nil {
-		unsaved = errors.New("the controller was started without a configuration file")
-	} else if err := c.persist(persisted); err != nil {
-		unsaved = err
-		c.log.Error().Err(err).Msg("controller configuration changed in memory only: writing it back to the configuration file failed")
+	defer c.cfgMu.Unlock()
+	if black := c.file.BlackListed(props); len(black) > 0 {
+		c.log.Warn().Strs("keys", black).Msg("controller configuration update refused: key in the black list")
+		return fail(remoting.NoPermission, "Can not update config in black list.")
 	}
-	return result{remark: configs.UpdateRemark(unsaved, nil)}
+	next, changed, inert, err := c.file.Update(props)
+	if err != nil {
+		return fail(remoting.InvalidParameter, "update controller config: %v; nothing was changed", err)
+	}
+	keys, scanNotActive, _ := next.Controller()
+	cfg := c.cfg
+	cfg.ElectMasterMaxRetryCount = keys.ElectMasterMaxRetryCount
+	cfg.EnableElectUncleanMaster = keys.EnableElectUncleanMaster
+	cfg.NotifyBrokerRoleChanged = keys.NotifyBrokerRoleChanged
+	cfg.ProcessReadEvent = keys.ProcessReadEvent
+	cfg.ScanNotActiveBrokerInterval = scanNotActive
+	cfg.ScanInactiveMasterInterval = keys.ScanInactiveMasterInterval
+	if slices.Contains(changed, "controllerDLegerPeers") || slices.Contains(changed, "controllerDLegerSelfId") {
+		// Kept for the next start, which must not fail on them.
+		check := Config{Peers: keys.Peers, SelfID: keys.SelfID}
+		if _, _, err := check.validate(); err != nil {
+			return fail(remoting.InvalidParameter, "update controller config: %v (the next start would refuse it); nothing was changed", err)
+		}
+	}
+	var live, later []string
+	for _, k := range changed {
+		if runTimeKeys[k] {
+			live = append(live, k)
+		} else {
+			later = append(later, k)
+		}
+	}
+	values := next.Settings()
+	for _, k := range later {
+		c.stored[k] = values[k]
+	}
+	c.file = next
+	c.cfg = cfg
+	if slices.Contains(live, "scanNotActiveBrokerInterval") || slices.Contains(live, "scanInactiveMasterInterval") {
+		select {
+		case c.rescan <- struct{}{}:
+		default:
+		}
+	}
+	if len(live) > 0 {
+		c.log.Info().Strs("keys", live).Msg("controller configuration updated: in force now")
+	}
+	if len(later) > 0 {
+		c.log.Info().Strs("keys", later).Msg("controller configuration updated: written back, takes effect at the next start")
+	}
+	for _, ik := range inert {
+		c.log.Info().Str("key", ik.Key).Str("value", ik.Value).Str("reason", ik.Reason).Msg("controller configuration update: key kept without effect in rocketkv")
+	}
+	// The keys written back: those changed, and the inert keys as given
+	// (RocketMQ writes back every key an update set).
+	persist := next.Values(changed)
+	for _, ik := range inert {
+		persist[ik.Key] = ik.Value
+	}
+	var unsaved error
+	if len(persist) > 0 {
+		if c.persist == nil {
+			unsaved = errors.New("the controller was started without a configuration file")
+			c.log.Warn().Strs("keys", slices.Sorted(maps.Keys(persist))).Msg("controller configuration changed in memory only: the controller was started without a configuration file")
+		} else if err := c.persist(persist); err != nil {
+			unsaved = err
+			c.log.Error().Err(err).Msg("controller configuration changed in memory only: writing it back to the configuration file failed")
+		}
+	}
+	return result{remark: updateRemark(live, later, unsaved, inert)}
+}
+
+// updateRemark tells what an update did beyond putting keys in force:
+// the keys that wait for the next start, a write-back that failed and the
+// inert keys (configs.UpdateRemark).
+func updateRemark(live, later []string, unsaved error, inert []configs.InertKey) string {
+	var parts []string
+	if len(later) > 0 {
+		r := "in force from the next start: " + strings.Join(later, ", ")
+		if unsaved != nil {
+			r += fmt.Sprintf(" (not written back to the configuration file, so lost at the next start: %v)", unsaved)
+		}
+		parts = append(parts, r)
+	}
+	if len(live) > 0 && unsaved != nil {
+		parts = append(parts, configs.UpdateRemark(unsaved, nil))
+	}
+	if r := configs.UpdateRemark(nil, inert); r != "" {
+		parts = append(parts, r)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func mapsKeysString(m map[string]string) func(func(string) bool) {

@@ -143,6 +143,7 @@ func run(ctx context.Context, o options) error {
 	}
 	opts := controller.Options{
 		Config:        controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
+		Settings:      configs.StandaloneControllerSettings(set),
 		Log:           log,
 		Metrics:       controller.MetricsFrom(set.Controller, log),
 		ExtraSettings: controller.MetricsSettings(set.Controller),

@@ -135,13 +135,18 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 			t.Errorf("scrape lacks %s:\n%s", want, text)
 		}
 	}
-	// GET_CONTROLLER_CONFIG lists the metrics keys, which
-	// UPDATE_CONTROLLER_CONFIG does not change at run time.
+	// GET_CONTROLLER_CONFIG lists the metrics keys; UPDATE_CONTROLLER_CONFIG
+	// keeps a new metrics port for the next start, written back.
 	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetControllerConfig, nil, nil)); err != nil || !strings.Contains(string(resp.Body), "metricsExporterType=PROM") {
 		t.Errorf("controller config: %v %v", resp, err)
 	}
-	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("metricsPromExporterPort=1\n"))); err != nil || resp.Code != remoting.InvalidParameter {
+	newPort := strconv.Itoa(metricsPort + 1)
+	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("metricsPromExporterPort="+newPort+"\n"))); err != nil ||
+		resp.Code != remoting.Success || !strings.Contains(resp.Remark, "in force from the next start: metricsPromExporterPort") {
 		t.Errorf("update metricsPromExporterPort: %v %v", resp, err)
+	}
+	if raw, err := os.ReadFile(conf); err != nil || !strings.Contains(string(raw), "metricsPromExporterPort="+newPort) {
+		t.Errorf("metricsPromExporterPort not written back (%v):\n%s", err, raw)
 	}
 	// A run-time update is written back into the -c file.
 	resp, err = c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("enableElectUncleanMaster=true\nisProcessReadEvent=true\n")))

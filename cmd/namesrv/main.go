@@ -172,8 +172,9 @@ func run(ctx context.Context, o options) error {
 		// listener takes the name server's.
 		if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err == nil {
 			opts := controller.Options{
-				Config: controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
-				Log:    log,
+				Config:   controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
+				Settings: configs.NamesrvControllerSettings(set),
+				Log:      log,
 				// RocketMQ's name server has no metrics of its own: the
 				// metrics keys of its file are the embedded controller's.
 				Metrics:       controller.MetricsFrom(set.Controller, log),
