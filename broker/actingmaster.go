@@ -296,7 +296,9 @@ func (b *Broker) onMasterOffline() {
 // registration is made at once; RocketMQ asks the master with
 // EXCHANGE_BROKER_HA_INFO instead). The pulls held on the slave are run
 // again, so that their consumers are sent to the master (RocketMQ's
-// notifyMasterOnline).
+// notifyMasterOnline). With syncMasterFlushOffsetWhenStartup a slave
+// without a masterFlushedOffset asks the master for it, in the
+// background (RocketMQ asks before following).
 func (b *Broker) onMasterOnline(addr, masterHA string) {
 	b.repl.masterAddr.Store(&addr)
 	if masterHA == "" {
@@ -304,6 +306,9 @@ func (b *Broker) onMasterOnline(addr, masterHA string) {
 	}
 	if masterHA != "" {
 		b.repl.masterHA.Store(&masterHA)
+	}
+	if b.needMasterFlushOffset() {
+		b.goBackground("master flush offset", func(ctx context.Context) { b.fetchMasterFlushOffset(ctx, addr) })
 	}
 	b.register.trigger()
 	b.holds.wakeAll()

@@ -106,19 +106,36 @@ func (b *Broker) processRoleChanged(_ context.Context, conn *remoting.Conn, req 
 
 // processExchangeHAInfo answers EXCHANGE_BROKER_HA_INFO as RocketMQ's
 // AdminBrokerProcessor: a request that names a master's HA address makes a
-// slave follow it (and its Remoting address); one that does not is asked
-// of a master (brokerId 0), which answers its HA address, its CommitLog's
-// end at start (masterFlushOffset) and its address.
+// slave follow it (and its Remoting address) and, with
+// syncMasterFlushOffsetWhenStartup and no masterFlushedOffset in its
+// checkpoint yet (0), take the request's masterFlushOffset as its
+// master's flushed offset; one that does not name it is asked of a master
+// (brokerId 0), which answers its HA address, its CommitLog's end at
+// start (masterFlushOffset) and its address. A masterFlushOffset that is
+// not an integer is SYSTEM_ERROR, as RocketMQ's header decoding fails it;
+// one left out sets nothing (RocketMQ's handler fails on it).
 func (b *Broker) processExchangeHAInfo(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	h := remoting.Header(req.ExtFields)
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	if ha := h.OptString("masterHaAddress", ""); h.Has("masterHaAddress") {
+		var flush *int64
+		if h.Has("masterFlushOffset") {
+			off, err := h.Int64("masterFlushOffset")
+			if err != nil {
+				b.log.Warn().Err(err).Stringer("conn", conn).Msg("EXCHANGE_BROKER_HA_INFO: bad header")
+				return remoting.NewResponse(req, remoting.SystemError, err.Error())
+			}
+			flush = &off
+		}
 		if b.isSlave() {
 			b.repl.masterHA.Store(&ha)
 			if a := h.OptString("masterAddress", ""); a != "" {
 				b.repl.masterAddr.Store(&a)
 			}
 			b.log.Info().Stringer("conn", conn).Str("masterHA", ha).Msg("master's HA address from EXCHANGE_BROKER_HA_INFO")
+			if flush != nil {
+				b.syncMasterFlushOffset(*flush, "EXCHANGE_BROKER_HA_INFO")
+			}
 		}
 		return resp
 	}

@@ -125,6 +125,10 @@ var runtimeKeys = map[string]bool{
 	"slaveReadEnable": true,
 	"inSyncReplicas":  true,
 	"slaveTimeout":    true,
+	// Whether a slave without a masterFlushedOffset takes its master's,
+	// read by each EXCHANGE_BROKER_HA_INFO and each return of the master
+	// as RocketMQ reads its MessageStoreConfig there.
+	"syncMasterFlushOffsetWhenStartup": true,
 }
 
 // liveConfig is the configuration in force: the start configuration with

@@ -452,8 +452,8 @@ func rejectRequest(req *remoting.Command) *remoting.Command {
 // RocketMQ's masterFlushedOffset) and shown by haStatus; a master answers
 // SUCCESS without reading the header. RocketMQ's slave only stores the
 // value too: its recovery and HA client do not read it (in 5.3.4 only
-// syncMasterFlushOffsetWhenStartup, a slave-acting-master setting rocketkv
-// does not run, tests it for 0). A slave's header without the field, or
+// syncMasterFlushOffsetWhenStartup tests it, for 0: syncMasterFlushOffset).
+// A slave's header without the field, or
 // with one that is not an integer, is SYSTEM_ERROR, as RocketMQ's header
 // decoding fails it.
 func (b *Broker) processResetMasterFlushOffset(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -471,6 +471,52 @@ func (b *Broker) processResetMasterFlushOffset(_ context.Context, conn *remoting
 	}
 	b.log.Info().Stringer("conn", conn).Int64("masterFlushOffset", off).Msg("master flush offset reset")
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// syncMasterFlushOffset takes off, the master's flushed offset as from
+// tells it, as a slave's masterFlushedOffset when
+// syncMasterFlushOffsetWhenStartup is set and the checkpoint holds none
+// yet (0), as RocketMQ's slave takes it from EXCHANGE_BROKER_HA_INFO and
+// when its master comes back.
+func (b *Broker) syncMasterFlushOffset(off int64, from string) {
+	if !b.needMasterFlushOffset() {
+		return
+	}
+	if err := b.clog.SetMasterFlushedOffset(off); err != nil {
+		b.log.Error().Err(err).Int64("masterFlushOffset", off).Str("from", from).Msg("set the master's flush offset in the slave")
+		return
+	}
+	b.log.Info().Int64("masterFlushOffset", off).Str("from", from).Msg("master's flush offset set in the slave (syncMasterFlushOffsetWhenStartup)")
+}
+
+// needMasterFlushOffset reports whether the slave takes its master's
+// flushed offset: syncMasterFlushOffsetWhenStartup, and none in its
+// checkpoint yet.
+func (b *Broker) needMasterFlushOffset() bool {
+	return b.current().SyncMasterFlushOffsetWhenStartup && b.clog.Checkpoint().MasterFlushedOffset == 0
+}
+
+// fetchMasterFlushOffset asks the master at addr for its flushed offset
+// (EXCHANGE_BROKER_HA_INFO without a header, which a master answers with
+// its masterFlushOffset) and takes it (syncMasterFlushOffset), as
+// RocketMQ's slave does when its master comes back.
+func (b *Broker) fetchMasterFlushOffset(ctx context.Context, addr string) {
+	pool, err := b.repl.master.get(b.newMasterPool)
+	if err != nil {
+		b.log.Warn().Err(err).Str("master", addr).Msg("master's flush offset not asked")
+		return
+	}
+	resp, err := invokeMaster(ctx, masterClient{pool: pool, addr: addr}, remoting.ExchangeBrokerHAInfo, nil)
+	if err != nil {
+		b.log.Warn().Err(err).Str("master", addr).Msg("master's flush offset not read (EXCHANGE_BROKER_HA_INFO)")
+		return
+	}
+	off, err := remoting.Header(resp.ExtFields).Int64("masterFlushOffset")
+	if err != nil {
+		b.log.Warn().Err(err).Str("master", addr).Msg("master's flush offset not read: its EXCHANGE_BROKER_HA_INFO answer has none")
+		return
+	}
+	b.syncMasterFlushOffset(off, "master "+addr)
 }
 
 // processHAStatus answers GET_BROKER_HA_STATUS: a master's slaves and how

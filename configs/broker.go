@@ -92,6 +92,14 @@ type Broker struct {
 	// BROKER_HEARTBEAT every BrokerHeartbeatInterval and register with
 	// BrokerNotActiveTimeout as heartbeatTimeoutMillis.
 	EnableSlaveActingMaster bool
+	// SyncMasterFlushOffsetWhenStartup has a slave whose checkpoint holds
+	// no masterFlushedOffset (0) take its master's: from an
+	// EXCHANGE_BROKER_HA_INFO that names the master's HA address, and,
+	// under EnableSlaveActingMaster, by asking the master with one when
+	// NOTIFY_MIN_BROKER_ID_CHANGE says it is back (RocketMQ's
+	// onMasterOnline). The value is kept in the checkpoint and shown by
+	// haStatus; as in RocketMQ, nothing else reads it.
+	SyncMasterFlushOffsetWhenStartup bool
 	// EnableRemoteEscape has an acting master send the messages of its
 	// special services to another group's master (RocketMQ's
 	// EscapeBridge); without it they are refused.

@@ -115,7 +115,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("spinLockCollisionRetreatOptimalDegree", "the CommitLog append lock is a Go mutex; there is no back-off spin lock to tune"),
 	inertInt[Broker]("splitRegistrationSize", "the broker registers its whole topic table in one request (compressed above 1,000 topics); registrations are not split"),
 	inertInt[Broker]("subscriptionExpiredTimeout", "subscriptions are known from heartbeats only and go with the connection (channelExpiredTimeout); those seen only in POP requests are not remembered, so there are none to expire"),
-	inertBool[Broker]("syncMasterFlushOffsetWhenStartup", "a slave does not fetch its master's flush offset when the master comes back; haStatus shows the masterFlushOffset kept in the checkpoint, which mqadmin resetMasterFlushOffset sets"),
 	inertString[Broker]("timerCheckMetricsWhen", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
 	inertBool[Broker]("timerEnableCheckMetrics", "rocketkv counts the waiting timer messages per topic from its timer index at each start (GET_TIMER_METRICS, rocketmq_timing_messages), so there is no saved count that could drift and need a check"),
 	inertBool[Broker]("timerEnableDisruptor", "no timer hand-off queues: one goroutine reads due timer messages back and stores them in their topics"),
