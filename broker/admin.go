@@ -905,6 +905,15 @@ func (b *Broker) processRuntimeInfo(_ context.Context, _ *remoting.Conn, req *re
 			table["haDivergedExact"] = strconv.FormatBool(d.Exact)
 		}
 	}
+	if c := b.repl.autoClient; c != nil && c.Status().NoConsistentPoint {
+		// An AutoSwitch slave whose epochs share none with its master's
+		// takes nothing until rebuilt from an empty store, as a classic
+		// slave whose log differs from its first record: no cut mends it.
+		// (Records past a consistent point are no standing state: the
+		// Supervisor restarts the slave with the CommitLog cut there.)
+		table["haDivergedAt"] = "0"
+		table["haDivergedExact"] = "false"
+	}
 	// Which ConsumeQueue layouts are written, and which one serves reads.
 	table["consumeQueueReads"] = b.cfg.StoreType
 	table["consumeQueueDoubleWrite"] = strconv.FormatBool(b.cqMirror != nil)

@@ -244,6 +244,7 @@ func (b *Broker) startAutoSwitchSlave() {
 	if b.cfg.TimerWheelEnable {
 		b.goBackground("slave-timer-sync", func(ctx context.Context) { b.slaveTimerSyncLoop(ctx, slaveTimerSyncInterval, b.masterAddr) })
 	}
+	b.startSlaveCatchUp(autoSwitchStatus(c), autoSwitchMasterEnd(c))
 	b.log.Info().Int64("brokerId", b.ctl.id).Msg("slave: the CommitLog is replicated from the master with the AutoSwitch HA protocol; sends are refused")
 }
 

@@ -93,6 +93,9 @@ func (b *Broker) startMetrics() error {
 	if c := b.repl.client; c != nil {
 		src.Diverged = func() bool { return c.Status().Diverged != nil }
 	}
+	if c := b.repl.autoClient; c != nil {
+		src.Diverged = func() bool { return c.Status().NoConsistentPoint }
+	}
 	if b.cfg.TimerWheelEnable {
 		cut := false // logged that rocketmq_timing_messages leaves topics out
 		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: func() (metrics.TimerCensus, error) {

@@ -194,7 +194,7 @@ func (b *Broker) startReplication() error {
 		})
 		b.goBackground("ha-client", b.repl.client.Run)
 		b.goBackground("slave-sync", func(ctx context.Context) { b.slaveSyncLoop(ctx, b.masterAddr) })
-		b.startSlaveCatchUp()
+		b.startSlaveCatchUp(b.repl.client.Status, b.askMasterEnd)
 		if b.cfg.TimerWheelEnable {
 			b.goBackground("slave-timer-sync", func(ctx context.Context) { b.slaveTimerSyncLoop(ctx, slaveTimerSyncInterval, b.masterAddr) })
 		}

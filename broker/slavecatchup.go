@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -21,9 +22,10 @@ import (
 // serves, and without a word from it an operator cannot tell it from a
 // slave that is stuck, nor say when it will have caught up.
 //
-// The HA protocol does not carry the master's end, so once per HA
+// The classic HA protocol does not carry the master's end, so once per HA
 // connection the slave asks its master for it (commitLogMaxOffset of
-// GET_BROKER_RUNTIME_INFO, which Apache RocketMQ's masters answer too).
+// GET_BROKER_RUNTIME_INFO, which Apache RocketMQ's masters answer too);
+// the AutoSwitch one's handshake does (a controller-mode slave).
 // When it is more than catchUpReportFrom past the replica's end when the
 // connection opened, the slave logs that it began, then every
 // catchUpLogEvery how much of that stretch it has indexed, the share,
@@ -100,8 +102,11 @@ func (c *slaveCatchUp) step(ctx context.Context, now time.Time) {
 	p.event(c.log.Info(), d, now).Msg("indexing the master's CommitLog tail")
 }
 
-// startSlaveCatchUp starts a slave's catch-up reports (slaveCatchUp).
-func (b *Broker) startSlaveCatchUp() {
+// startSlaveCatchUp starts a slave's catch-up reports (slaveCatchUp)
+// from the status of its HA client, the classic protocol's or
+// (autoSwitchStatus) the AutoSwitch one's, asking the master's end with
+// masterEnd.
+func (b *Broker) startSlaveCatchUp(status func() ha.ClientStatus, masterEnd func(context.Context) (int64, error)) {
 	from := int64(catchUpReportFrom)
 	if b.catchUpFrom > 0 {
 		from = b.catchUpFrom
@@ -112,13 +117,33 @@ func (b *Broker) startSlaveCatchUp() {
 	}
 	c := &slaveCatchUp{
 		from:       from,
-		status:     b.repl.client.Status,
+		status:     status,
 		dispatched: b.disp.Dispatched,
 		minOffset:  b.clog.MinOffset,
-		masterEnd:  b.askMasterEnd,
+		masterEnd:  masterEnd,
 		log:        b.log,
 	}
 	b.goBackground("slave-catch-up", func(ctx context.Context) { c.run(ctx, every) })
+}
+
+// autoSwitchStatus is an AutoSwitch client's status as the catch-up
+// report reads a classic one's: connected once the handshake is done
+// (the transfers begin at the replica's end then, after any cut of the
+// epoch file), from the replica's end at that moment.
+func autoSwitchStatus(c *autoswitch.Client) func() ha.ClientStatus {
+	return func() ha.ClientStatus {
+		st := c.Status()
+		return ha.ClientStatus{Master: st.Master, Connected: st.State == autoswitch.StateTransfer,
+			LastRead: st.LastRead, LastWrite: st.LastWrite, BytesPerSecond: st.BytesPerSecond,
+			ConnectedAt: st.TransferAt, ConnectedFrom: st.TransferFrom}
+	}
+}
+
+// autoSwitchMasterEnd is the master's CommitLog end an AutoSwitch
+// client's last handshake told: the protocol carries it, so the master
+// is not asked.
+func autoSwitchMasterEnd(c *autoswitch.Client) func(context.Context) (int64, error) {
+	return func(context.Context) (int64, error) { return c.Status().MasterEnd, nil }
 }
 
 // askMasterEnd asks the master for the end of its CommitLog

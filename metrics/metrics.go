@@ -115,8 +115,9 @@ const (
 	PopReviveLatency    = "rocketmq_pop_revive_latency"
 	// HADiverged is rocketkv's own: 1 on a slave that refuses to
 	// replicate because its CommitLog holds records its master does not
-	// have (ha.ErrDiverged), else 0. RocketMQ exports no replication
-	// metric.
+	// have (ha.ErrDiverged) or, in controller mode, its epochs share none
+	// with its master's (autoswitch.ErrNoConsistentPoint), else 0.
+	// RocketMQ exports no replication metric.
 	HADiverged = "rocketkv_ha_diverged"
 )
 

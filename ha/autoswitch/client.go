@@ -112,6 +112,15 @@ type Client struct {
 	lastWrite time.Time
 	confirm   int64
 	flow      ha.Rate
+	// transferAt, transferFrom and masterEnd are when the last connection
+	// finished its handshake, the replica's end then and the master's end
+	// its handshake told (ClientStatus).
+	transferAt   time.Time
+	transferFrom int64
+	masterEnd    int64
+	// noPoint is set while the last handshake found no consistent point
+	// (ErrNoConsistentPoint), cleared by one that found it.
+	noPoint bool
 }
 
 // NewClient returns a client; Run starts it.
@@ -261,7 +270,10 @@ func (c *Client) session(ctx context.Context, addr string) error {
 					return err
 				}
 				state = StateTransfer
-				c.setState(StateTransfer)
+				from := c.cfg.Log.ReplicaOffset()
+				c.mu.Lock()
+				c.state, c.transferAt, c.transferFrom, c.masterEnd = StateTransfer, time.Now(), from, f.Handshake.MaxOffset
+				c.mu.Unlock()
 				if err := report(true); err != nil {
 					return err
 				}
@@ -312,6 +324,9 @@ func (c *Client) truncate(h MasterHandshake) error {
 	at := local.ConsistentPoint(master)
 	c.log.Info().Any("masterEpochs", h.Entries).Int64("masterEnd", h.MaxOffset).Any("localEpochs", c.cfg.Epochs.Entries()).
 		Int64("localEnd", end).Int64("consistentPoint", at).Msg("master's handshake")
+	c.mu.Lock()
+	c.noPoint = at < 0
+	c.mu.Unlock()
 	if at < 0 {
 		return fmt.Errorf("%w: master epochs %v, this slave's %v", ErrNoConsistentPoint, h.Entries, c.cfg.Epochs.Entries())
 	}
@@ -384,6 +399,20 @@ type ClientStatus struct {
 	BytesPerSecond int64
 	// ConfirmOffset is ConfirmOffset.
 	ConfirmOffset int64
+	// TransferAt is when the current connection (or the last one, once
+	// it closed) finished its handshake, zero before the first;
+	// TransferFrom is the replica's end then, where the master's
+	// transfers began, and MasterEnd the end of the master's CommitLog its
+	// handshake told.
+	TransferAt   time.Time
+	TransferFrom int64
+	MasterEnd    int64
+	// NoConsistentPoint is set while the last handshake found that this
+	// slave's epochs and the master's share no epoch start
+	// (ErrNoConsistentPoint): nothing of its log is known to be the
+	// master's, and it takes nothing until it is rebuilt from an empty
+	// store.
+	NoConsistentPoint bool
 }
 
 // Status returns the slave's connection state.
@@ -391,7 +420,8 @@ func (c *Client) Status() ClientStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ClientStatus{Master: c.master, State: c.state, LastRead: c.lastRead, LastWrite: c.lastWrite,
-		BytesPerSecond: c.flow.PerSecond(), ConfirmOffset: c.confirm}
+		BytesPerSecond: c.flow.PerSecond(), ConfirmOffset: c.confirm, TransferAt: c.transferAt, TransferFrom: c.transferFrom,
+		MasterEnd: c.masterEnd, NoConsistentPoint: c.noPoint}
 }
 
 // RuntimeInfo is the slave's GET_BROKER_HA_STATUS body (RocketMQ's
