@@ -317,6 +317,20 @@ func TestControllerInNamesrv(t *testing.T) {
 	if err != nil || resp.Code != remoting.Success {
 		t.Fatalf("apply broker id: %v %v", resp, err)
 	}
+	// UPDATE_CONTROLLER_CONFIG takes the controller's keys of the name
+	// server's configuration and refuses the name server's own.
+	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("orderMessageEnable=true\n"))); err != nil ||
+		resp.Code != remoting.InvalidParameter || !strings.Contains(resp.Remark, "UPDATE_NAMESRV_CONFIG") {
+		t.Errorf("a name server key through the controller: %v %v", resp, err)
+	}
+	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.UpdateControllerConfig, nil, []byte("electMasterMaxRetryCount=5\ncontrollerDLegerGroup=g2\n"))); err != nil ||
+		resp.Code != remoting.Success || !strings.Contains(resp.Remark, "in force from the next start: controllerDLegerGroup") {
+		t.Errorf("controller keys: %v %v", resp, err)
+	}
+	if resp, err := c.Invoke(ctx, remoting.NewRequest(remoting.GetControllerConfig, nil, nil)); err != nil ||
+		!strings.Contains(string(resp.Body), "electMasterMaxRetryCount=5\n") || !strings.Contains(string(resp.Body), "controllerDLegerGroup=g2\n") {
+		t.Errorf("controller config after the update: %v %v", resp, err)
+	}
 	text := testutil.Scrape(t, metricsAddr)
 	for _, want := range []string{
 		`request_total{address="` + ctlAddr + `",group="",peer_id="n0",request_handle_status="success",request_type="CONTROLLER_APPLY_BROKER_ID"} 1`,
