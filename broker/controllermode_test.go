@@ -404,6 +404,15 @@ func TestControllerModeCutsDivergedSlave(t *testing.T) {
 	for i := range 5 {
 		mustSend(t, cb, "TopicTest", 0, "on-b-"+strconv.Itoa(i)+strings.Repeat("x", 50), "")
 	}
+	var (
+		startedMu sync.Mutex
+		started   []*Broker // the Brokers a's Supervisor starts, in order
+	)
+	a.configure = func(br *Broker) {
+		startedMu.Lock()
+		started = append(started, br)
+		startedMu.Unlock()
+	}
 	a.start()
 	waitUntil(t, 30*time.Second, "the old master to be cut and follow", func() bool {
 		for _, s := range a.sup.Switches() {
@@ -417,6 +426,18 @@ func TestControllerModeCutsDivergedSlave(t *testing.T) {
 		if s.CutAt > 0 && s.CutAt != shared {
 			t.Fatalf("cut at %d, the logs part at %d", s.CutAt, shared)
 		}
+	}
+	// A cut asked for by a Broker the Supervisor has replaced since (its
+	// client found it just before the switch) is stale: the running
+	// Broker is neither restarted nor cut.
+	startedMu.Lock()
+	first, last := started[0], started[len(started)-1]
+	startedMu.Unlock()
+	switches := len(a.sup.Switches())
+	first.ctl.cut(shared / 2)
+	time.Sleep(2 * time.Second)
+	if got := a.sup.Switches(); len(got) != switches || a.sup.Broker() != last {
+		t.Fatalf("a stale cut restarted the running slave: switches %+v", got)
 	}
 	// The old master's epoch file lost its own last epoch with the cut
 	// and took the new master's from its transfers.

@@ -63,8 +63,12 @@ type Supervisor struct {
 	// proposed and run has not sent yet; proposal wakes run.
 	proposed atomic.Pointer[[]int64]
 	proposal chan struct{}
-	// cuts are a slave's cuts (CutError.At), applied by run.
-	cuts chan int64
+	// pendingCut is the last cut a slave's Broker asked for
+	// (CutError.At) that run has not applied; cutWake wakes run. A cut
+	// names the Broker that asked for it: one asked for by a Broker
+	// replaced since is dropped.
+	pendingCut atomic.Pointer[cutRequest]
+	cutWake    chan struct{}
 
 	// mu guards b, cur and switches; switchMu makes switches one at a
 	// time (run's goroutine and Shutdown).
@@ -155,7 +159,7 @@ func NewSupervisor(cfg configs.Broker, log zerolog.Logger) (*Supervisor, error) 
 		addr:     net.JoinHostPort(host, strconv.Itoa(cfg.ListenPort)),
 		changes:  make(chan replicaState, 16),
 		proposal: make(chan struct{}, 1),
-		cuts:     make(chan int64, 1),
+		cutWake:  make(chan struct{}, 1),
 	}
 	return s, nil
 }
@@ -485,8 +489,10 @@ func (s *Supervisor) run(ctx context.Context) {
 			if set := s.proposed.Swap(nil); set != nil {
 				s.alterSyncStateSet(ctx, *set)
 			}
-		case at := <-s.cuts:
-			s.cutSlave(ctx, at)
+		case <-s.cutWake:
+			if c := s.pendingCut.Swap(nil); c != nil {
+				s.cutSlave(ctx, c.from, c.at)
+			}
 		}
 	}
 }
@@ -609,7 +615,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		return err
 	}
 	link := &ctlLink{id: s.BrokerID(), epochs: s.epochs, notify: s.notify, syncSet: slices.Clone(next.syncSet),
-		propose: s.propose, cut: s.cut}
+		propose: s.propose, cut: func(at int64) { s.cut(b, at) }}
 	if master {
 		link.storesOpen = func(b *Broker) error {
 			return autoswitch.BecomeMaster(s.epochs, st.MasterEpoch, b.clog.MaxOffset(), s.log)
@@ -700,18 +706,35 @@ func (s *Supervisor) alterSyncStateSet(ctx context.Context, set []int64) {
 	s.setSyncStateSet(got.SyncStateSet, got.SyncStateSetEpoch)
 }
 
-// cut takes a slave's cut from its AutoSwitch client for run.
-func (s *Supervisor) cut(at int64) {
+// cutRequest is a slave's cut and the Broker whose AutoSwitch client
+// found it.
+type cutRequest struct {
+	from *Broker
+	at   int64
+}
+
+// cut takes a slave's cut from the AutoSwitch client of Broker from for
+// run. It replaces a cut still waiting: a Broker asks once (its client
+// stops), and the Broker that asked before was stopped, and its client
+// with it, before from started.
+func (s *Supervisor) cut(from *Broker, at int64) {
+	s.pendingCut.Store(&cutRequest{from: from, at: at})
 	select {
-	case s.cuts <- at:
+	case s.cutWake <- struct{}{}:
 	default:
-		s.log.Warn().Int64("cutAt", at).Msg("a cut is already waiting; this one is dropped")
 	}
 }
 
 // cutSlave restarts a slave whose AutoSwitch client found records past
-// the consistent point with its master, cutting its CommitLog there.
-func (s *Supervisor) cutSlave(ctx context.Context, at int64) {
+// the consistent point with its master, cutting its CommitLog there. A
+// cut asked for by a Broker that no longer runs (its client found it
+// just before a switch) is dropped: it was found against the master of
+// that Broker, and the Broker running now checks its own.
+func (s *Supervisor) cutSlave(ctx context.Context, from *Broker, at int64) {
+	if b := s.Broker(); b != from {
+		s.log.Info().Int64("cutAt", at).Msg("a cut asked for by a broker replaced since is dropped")
+		return
+	}
 	r := s.role()
 	if !r.running || r.master {
 		return
