@@ -940,3 +940,83 @@ func TestControllerModeAllAckHidesUnconfirmedRecords(t *testing.T) {
 		t.Fatalf("the slave's confirm limit %d, want the master's confirm offset %d", lim, end)
 	}
 }
+
+// designateMaster asks the controller at ctlAddr to make broker id the
+// group's master (CONTROLLER_ELECT_MASTER with designateElect, as
+// mqadmin electMaster asks it).
+func designateMaster(t *testing.T, ctlAddr string, id int64) {
+	t.Helper()
+	cl := dialCtl(t, ctlAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, remoting.NewRequest(remoting.ControllerElectMaster, map[string]string{
+		"clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": strconv.FormatInt(id, 10),
+		"designateElect": "true", "invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Code != remoting.Success {
+		t.Fatalf("designate broker %d master: code %d %s", id, resp.Code, resp.Remark)
+	}
+}
+
+// TestControllerModeDropsStaleProposal: a sync state set proposed by
+// the AutoSwitch server of a master Broker the Supervisor has replaced
+// since (master, then slave, then master again, each a new Broker) is
+// not sent to the controller: it was worked out from that Broker's
+// slaves and epoch, and the controller would take it under the current
+// epochs.
+func TestControllerModeDropsStaleProposal(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	nsCfg := namesrv.DefaultConfig()
+	nsCfg.Remoting.Addr = "127.0.0.1:0"
+	ns, err := namesrv.NewServer(nsCfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	// A slave whose master is restarting at its switch learns the
+	// master's HA address from the name server's answers.
+	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	a.settings["registerNameServerPeriod"] = "500"
+	b.settings["registerNameServerPeriod"] = "500"
+	a.start()
+	b.start()
+	mustSend(t, dialCtl(t, a.addr()), "TopicTest", 0, "in the first epoch", "")
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool {
+		return len(a.sup.role().syncSet) == 2 && b.end() == a.end()
+	})
+	first := a.sup.Broker()
+	designateMaster(t, ctlAddr, b.sup.BrokerID())
+	waitUntil(t, 20*time.Second, "the second broker to lead with both in sync", func() bool {
+		return b.isMaster() && len(b.sup.role().syncSet) == 2
+	})
+	designateMaster(t, ctlAddr, a.sup.BrokerID())
+	waitUntil(t, 20*time.Second, "the first broker to lead again with both in sync", func() bool {
+		return a.isMaster() && len(a.sup.role().syncSet) == 2 && len(controllerSyncStateSet(t, a)) == 2
+	})
+	if a.sup.Broker() == first {
+		t.Fatal("the first broker leads again without a new Broker")
+	}
+	var before replicasInfo
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	before, err = a.sup.ctl.syncStateData(ctx, "broker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first Broker's server would have dropped the slave.
+	first.ctl.propose([]int64{a.sup.BrokerID()})
+	time.Sleep(2 * time.Second)
+	after, err := a.sup.ctl.syncStateData(ctx, "broker-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.SyncStateSetEpoch != before.SyncStateSetEpoch {
+		t.Fatalf("a stale proposal changed the sync state set: epoch %d -> %d, now %+v", before.SyncStateSetEpoch, after.SyncStateSetEpoch, after.InSyncReplicas)
+	}
+}

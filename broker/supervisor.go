@@ -60,8 +60,10 @@ type Supervisor struct {
 	// Broker), applied by run.
 	changes chan replicaState
 	// proposed is the last sync state set the master's AutoSwitch server
-	// proposed and run has not sent yet; proposal wakes run.
-	proposed atomic.Pointer[[]int64]
+	// proposed and run has not sent yet, with the Broker whose server
+	// proposed it (one of a Broker replaced since is dropped); proposal
+	// wakes run.
+	proposed atomic.Pointer[proposalRequest]
 	proposal chan struct{}
 	// pendingCut is the last cut a slave's Broker asked for
 	// (CutError.At) that run has not applied; cutWake wakes run. A cut
@@ -486,8 +488,8 @@ func (s *Supervisor) run(ctx context.Context) {
 				s.log.Warn().Err(err).Msg("find the leading controller")
 			}
 		case <-s.proposal:
-			if set := s.proposed.Swap(nil); set != nil {
-				s.alterSyncStateSet(ctx, *set)
+			if p := s.proposed.Swap(nil); p != nil {
+				s.alterSyncStateSet(ctx, p.from, p.set)
 			}
 		case <-s.cutWake:
 			if c := s.pendingCut.Swap(nil); c != nil {
@@ -615,7 +617,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		return err
 	}
 	link := &ctlLink{id: s.BrokerID(), epochs: s.epochs, notify: s.notify, syncSet: slices.Clone(next.syncSet),
-		propose: s.propose, cut: func(at int64) { s.cut(b, at) }}
+		propose: func(set []int64) { s.propose(b, set) }, cut: func(at int64) { s.cut(b, at) }}
 	if master {
 		link.storesOpen = func(b *Broker) error {
 			return autoswitch.BecomeMaster(s.epochs, st.MasterEpoch, b.clog.MaxOffset(), s.log)
@@ -673,12 +675,18 @@ func (s *Supervisor) masterHA(ctx context.Context, addr string) string {
 	return remoting.Header(resp.ExtFields).OptString("masterHaAddress", "")
 }
 
-// propose takes a sync state set the master's AutoSwitch server proposes
-// (its SyncStateSetChanged) for run to send: only the last one waiting
-// is sent, each being the whole set.
-func (s *Supervisor) propose(set []int64) {
-	set = slices.Clone(set)
-	s.proposed.Store(&set)
+// proposalRequest is a sync state set proposed by the AutoSwitch server
+// of Broker from.
+type proposalRequest struct {
+	from *Broker
+	set  []int64
+}
+
+// propose takes a sync state set the AutoSwitch server of Broker from
+// proposes (its SyncStateSetChanged) for run to send: only the last one
+// waiting is sent, each being the whole set.
+func (s *Supervisor) propose(from *Broker, set []int64) {
+	s.proposed.Store(&proposalRequest{from: from, set: slices.Clone(set)})
 	select {
 	case s.proposal <- struct{}{}:
 	default:
@@ -689,8 +697,17 @@ func (s *Supervisor) propose(set []int64) {
 // controller (CONTROLLER_ALTER_SYNC_STATE_SET) and gives the master the
 // set the controller answers. A refusal gives the master back the set
 // the controller holds: its server proposes again at its next check
-// (every checkSyncStateSetPeriod).
-func (s *Supervisor) alterSyncStateSet(ctx context.Context, set []int64) {
+// (every checkSyncStateSetPeriod). A set proposed by a Broker that no
+// longer runs is dropped: it was worked out from that Broker's slaves and
+// epoch, and the controller, which checks only the master's id and the
+// current epochs, would take it (master, slave, then master again: each
+// a new Broker). A master that stays master of a newer epoch keeps its
+// Broker, and its proposals go.
+func (s *Supervisor) alterSyncStateSet(ctx context.Context, from *Broker, set []int64) {
+	if b := s.Broker(); b != from {
+		s.log.Info().Ints64("syncStateSet", set).Msg("a sync state set proposed by a broker replaced since is dropped")
+		return
+	}
 	r := s.role()
 	if !r.running || !r.master {
 		return
