@@ -838,3 +838,33 @@ func TestFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestSlaveWithOnlyEmptyEpochsFollows: a broker that was master of an
+// epoch and wrote nothing in it (elected, then replaced before any
+// record or transfer) follows a master that never heard of that epoch:
+// an epoch starting at the slave's end holds none of its records, so it
+// cannot stand between the two logs.
+func TestSlaveWithOnlyEmptyEpochsFollows(t *testing.T) {
+	ml := openLog(t, logConfig(t.TempDir(), false))
+	mEpochs := openEpochs(t, t.TempDir())
+	if err := BecomeMaster(mEpochs, 2, ml.MaxOffset(), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	m := startMaster(t, ml, mEpochs, nil)
+
+	rl := openLog(t, logConfig(t.TempDir(), true))
+	rEpochs := openEpochs(t, t.TempDir())
+	if err := BecomeMaster(rEpochs, 1, rl.MaxOffset(), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	if err := BecomeSlave(rEpochs, 2); err != nil {
+		t.Fatal(err)
+	}
+	startSlave(t, m.srv.Addr().String(), 2, rl, rEpochs)
+	appendN(t, ml, 0, 20, 0)
+	waitFor(t, "the slave to catch up", func() bool { return rl.MaxOffset() == ml.MaxOffset() })
+	sameBytes(t, ml, rl, 0)
+	if got := rEpochs.Entries(); !slices.Equal(got, mEpochs.Entries()) {
+		t.Fatalf("slave epochs %v, master's %v", got, mEpochs.Entries())
+	}
+}

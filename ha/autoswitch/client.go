@@ -312,6 +312,17 @@ func (c *Client) session(ctx context.Context, addr string) error {
 // master's handshake (RocketMQ's doTruncate).
 func (c *Client) truncate(h MasterHandshake) error {
 	end := c.cfg.Log.MaxOffset()
+	// Epochs that begin at or past this log's end hold none of its
+	// records (one this broker was master of and wrote nothing in, or
+	// one its master began after the last record it sent): they go, as
+	// the truncation below drops them anyway, and the master's transfers
+	// record the epochs of what follows. Kept, such an epoch, unknown to
+	// a master elected before any record or transfer of it, left the two
+	// sharing no epoch start, and this slave never followed (RocketMQ's
+	// slave stays so).
+	if err := c.cfg.Epochs.TruncateSuffixByOffset(end); err != nil {
+		return fmt.Errorf("drop the epochs past the CommitLog's end %d: %w", end, err)
+	}
 	if c.cfg.Epochs.Len() == 0 {
 		// A new replica: nothing to compare.
 		c.log.Info().Int64("end", end).Msg("no epoch file entry: a new replica, nothing to truncate")

@@ -63,7 +63,11 @@
 // The master answers the handshake with its epochs; the slave computes
 // the consistent point (its last entry ending at its CommitLog's end, the
 // master's at maxOffset), truncates its epoch file there and reports its
-// end. A slave with an empty epoch file is new and compares nothing. The
+// end. The slave first drops its epochs that begin at or past its end
+// (they hold none of its records: RocketMQ keeps them, and a slave whose
+// only epoch is one it was master of without writing never finds a point
+// with a master that did not see it). A slave with an empty epoch file
+// is new and compares nothing. The
 // master transfers from the first report: from there, or when it is 0
 // from its first offset (its newest segment's start if syncFromLastFile).
 // A transfer carries at most haTransferBatchSize (32 KiB) of one segment
