@@ -11,12 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/ha"
 )
 
 const testSegment = 64 << 10
@@ -866,5 +868,51 @@ func TestSlaveWithOnlyEmptyEpochsFollows(t *testing.T) {
 	sameBytes(t, ml, rl, 0)
 	if got := rEpochs.Entries(); !slices.Equal(got, mEpochs.Entries()) {
 		t.Fatalf("slave epochs %v, master's %v", got, mEpochs.Entries())
+	}
+}
+
+// countingSource counts the master's reads of its log.
+type countingSource struct {
+	ha.Source
+	reads atomic.Int64
+}
+
+func (c *countingSource) ReadStream(offset int64, max int) (*commitlog.View, error) {
+	c.reads.Add(1)
+	return c.Source.ReadStream(offset, max)
+}
+
+// TestStrayWakeDoesNotSpinTheWriter: a wake of a slave's writer left
+// over from its handshake (the first report's wake lands after the
+// writer saw the report) is taken once; the writer of a caught-up slave
+// then waits for the next record or heartbeat again, instead of reading
+// the log in a loop for the connection's life.
+func TestStrayWakeDoesNotSpinTheWriter(t *testing.T) {
+	ml := openLog(t, logConfig(t.TempDir(), false))
+	mEpochs := openEpochs(t, t.TempDir())
+	if err := BecomeMaster(mEpochs, 1, ml.MaxOffset(), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, ml, 0, 10, 0)
+	src := &countingSource{Source: ml}
+	m := startMaster(t, ml, mEpochs, func(c *ServerConfig) {
+		c.Log = src
+		c.HeartbeatInterval = 100 * time.Millisecond
+	})
+	rl := openLog(t, logConfig(t.TempDir(), true))
+	startSlave(t, m.srv.Addr().String(), 2, rl, openEpochs(t, t.TempDir()))
+	waitFor(t, "the slave to catch up", func() bool { return rl.MaxOffset() == ml.MaxOffset() })
+
+	m.srv.mu.Lock()
+	for c := range m.srv.slaves {
+		c.poke()
+	}
+	m.srv.mu.Unlock()
+	before := src.reads.Load()
+	time.Sleep(time.Second)
+	// Idle, the writer reads once a heartbeat (about 10 here); a writer
+	// that keeps waking itself reads without pause (many thousands).
+	if n := src.reads.Load() - before; n > 100 {
+		t.Fatalf("the idle writer read the log %d times in a second", n)
 	}
 }

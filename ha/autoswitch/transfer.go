@@ -121,11 +121,16 @@ func (s *Server) write(ctx context.Context, c *slave) {
 			wctx, cancel := context.WithTimeout(ctx, max(s.cfg.HeartbeatInterval-time.Since(lastWrite), time.Millisecond))
 			done := make(chan struct{})
 			go func() {
-				// A new handshake must not wait for the next record.
+				// A new handshake must not wait for the next record. The
+				// wake is taken, not put back: the loop's top sees the
+				// handshake (handshakeDue), and a wake put back would be
+				// taken here again at once, the writer of an idle slave
+				// then reading the log in a loop for good (a wake left
+				// from the handshake, whose first report's wake can land
+				// after the writer saw the report, did that).
 				defer close(done)
 				select {
 				case <-c.wake:
-					c.poke()
 					cancel()
 				case <-wctx.Done():
 				}
