@@ -113,7 +113,7 @@ type master struct {
 func startMaster(t *testing.T, l *commitlog.Log, epochs *EpochCache, adjust func(*ServerConfig)) *master {
 	t.Helper()
 	m := &master{log: l, epochs: epochs, props: &proposals{}, out: &syncLog{}}
-	cfg := ServerConfig{Addr: "127.0.0.1:0", Log: l, Epochs: epochs, BrokerID: 1, SyncStateSet: []int64{1},
+	cfg := ServerConfig{Addr: "127.0.0.1:0", Log: l, Epochs: epochs, BrokerID: 1, SyncStateSet: []int64{1}, StoredConfirmOffset: -1,
 		SyncStateSetChanged: m.props.add, HeartbeatInterval: 50 * time.Millisecond, HousekeepingInterval: 2 * time.Second,
 		TransferBatchSize: 5000, CheckSyncStateSetPeriod: 20 * time.Millisecond, Logger: zerolog.New(m.out)}
 	if adjust != nil {

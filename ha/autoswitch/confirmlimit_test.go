@@ -107,3 +107,40 @@ func TestClientReportsTheStoredConfirmOffset(t *testing.T) {
 		t.Fatalf("ConfirmOffset with no stored one %d, want -1", got)
 	}
 }
+
+// A stored confirm offset of 0 is one (RocketMQ's recovery keeps a
+// checkpoint's 0 as its confirm offset, at least the CommitLog's first
+// offset): a master with allAckInSyncStateSet and a member not connected
+// shows none of its records until the set acknowledges them, as the
+// broker held them at start, rather than all of them. Negative is none.
+func TestStoredConfirmOffsetZeroHolds(t *testing.T) {
+	ml := openLog(t, logConfig(t.TempDir(), false))
+	mEpochs := openEpochs(t, t.TempDir())
+	if err := BecomeMaster(mEpochs, 1, ml.MaxOffset(), zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, ml, 0, 10, 0)
+	var got limits
+	m := startMaster(t, ml, mEpochs, func(c *ServerConfig) {
+		c.AllAckInSyncStateSet = true
+		c.SyncStateSet = []int64{1, 2}
+		c.StoredConfirmOffset = 0
+		c.ConfirmLimit = got.add
+	})
+	if l := got.last(); l != 0 {
+		t.Fatalf("limit at start with a stored 0 and the set's slave not connected: %d, want 0", l)
+	}
+	if c := m.srv.ConfirmOffset(); c != 0 {
+		t.Fatalf("ConfirmOffset at start %d, want the stored 0", c)
+	}
+	var none limits
+	startMaster(t, ml, mEpochs, func(c *ServerConfig) {
+		c.AllAckInSyncStateSet = true
+		c.SyncStateSet = []int64{1, 2}
+		c.StoredConfirmOffset = -1
+		c.ConfirmLimit = none.add
+	})
+	if l := none.last(); l != ml.MaxOffset() {
+		t.Fatalf("limit at start with no stored confirm offset: %d, want the end %d", l, ml.MaxOffset())
+	}
+}

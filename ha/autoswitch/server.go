@@ -54,8 +54,9 @@ type ServerConfig struct {
 	// StoredConfirmOffset is the confirm offset the store last recorded
 	// (the checkpoint's confirmPhyOffset): the confirm offset until every
 	// slave of the SyncStateSet has connected, as RocketMQ's master
-	// keeps its stored one (getConfirmOffsetDirectly). Zero or less:
-	// none, the master's end stands in.
+	// keeps its stored one (getConfirmOffsetDirectly), 0 included (its
+	// recovery keeps a checkpoint's 0). Negative: none, the master's end
+	// stands in.
 	StoredConfirmOffset int64
 	// ConfirmLimit, when set, is told where consumers' reads must stop:
 	// with AllAckInSyncStateSet and a SyncStateSet larger than the master
@@ -219,7 +220,7 @@ func NewServer(cfg ServerConfig) *Server {
 	local := slices.Clone(cfg.SyncStateSet)
 	slices.Sort(local)
 	confirm := int64(-1)
-	if cfg.StoredConfirmOffset > 0 {
+	if cfg.StoredConfirmOffset >= 0 {
 		confirm = cfg.StoredConfirmOffset
 	}
 	return &Server{
