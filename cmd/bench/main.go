@@ -9,6 +9,7 @@
 //	bench scale         up to a million queues end to end on the broker binary, KV and file ConsumeQueue side by side
 //	bench timer         a burst of timer messages due at one instant, pulled: delivery rate and lateness vs plain produce->consume
 //	bench txn           transactional sends (half, then commit) vs plain sends
+//	bench failover      a controller-mode master killed under a steady producer: time to a new master and its first send vs a cold start
 //
 // Every subcommand prints the exact configuration, the machine, each run
 // and the medians; docs/BENCHMARKS.md records the figures. A subcommand is
@@ -83,6 +84,7 @@ func newRootCommand() *cobra.Command {
 		newScaleCommand(),
 		newTimerCommand(),
 		newTxnCommand(),
+		newFailoverCommand(),
 	)
 	return root
 }
