@@ -260,6 +260,8 @@ type Broker struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	shutdown atomic.Bool
+	// noGoAway skips Shutdown's graceful waits (stopForSwitch).
+	noGoAway atomic.Bool
 	// closed is closed when Shutdown has closed the stores (markClosed).
 	closed    chan struct{}
 	closeOnce sync.Once
@@ -1020,14 +1022,29 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 }
 
 // goAway runs s's graceful wait (remoting.Server.GoAway), when s is
-// there.
+// there and the stop is not a role switch's.
 func (b *Broker) goAway(ctx context.Context, s *remoting.Server) {
-	if s == nil {
+	if s == nil || b.noGoAway.Load() {
 		return
 	}
 	if err := s.GoAway(ctx); err != nil {
 		b.log.Warn().Err(err).Msg("graceful shutdown wait cut short")
 	}
+}
+
+// stopForSwitch is Shutdown without the graceful waits of
+// enableShutdownGracefully, for a controller-mode role switch
+// (Supervisor.switchTo): the waits are there for a broker that goes
+// away, so that clients move to others first; at a switch the broker
+// comes back on the same ports at once, and every second of a wait is
+// one the group has no master (a slave being elected) or a demoted
+// master goes on taking sends for the old epoch. With the default
+// shutdownWaitTimeSeconds (30 s) the wait also outlasted the switch's
+// own stop deadline, so the switch failed until the next answer of the
+// controller.
+func (b *Broker) stopForSwitch(ctx context.Context) error {
+	b.noGoAway.Store(true)
+	return b.Shutdown(ctx)
 }
 
 // GoAwayWait is how long Shutdown's graceful waits take in all

@@ -1020,3 +1020,46 @@ func TestControllerModeDropsStaleProposal(t *testing.T) {
 		t.Fatalf("a stale proposal changed the sync state set: epoch %d -> %d, now %+v", before.SyncStateSetEpoch, after.SyncStateSetEpoch, after.InSyncReplicas)
 	}
 }
+
+// TestControllerModeSwitchSkipsGracefulWait has the slave, started with
+// enableShutdownGracefully, elected master: its slave Broker stops
+// without telling its clients to go away (and so without the wait, which
+// with the default 30 s outlasted the switch's stop deadline and failed
+// the switch).
+// The process's own stop keeps the graceful wait
+// (TestGracefulShutdownTellsNewerClientsToGoAway).
+func TestControllerModeSwitchSkipsGracefulWait(t *testing.T) {
+	ctlAddr := startTestController(t, true, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	b.settings["enableShutdownGracefully"] = "true"
+	b.settings["shutdownWaitTimeSeconds"] = "5" // the cleanup's stop waits it
+	var mu sync.Mutex
+	var started []*Broker
+	b.configure = func(br *Broker) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = append(started, br)
+	}
+	a.start()
+	b.start()
+	if b.isMaster() || !a.isMaster() {
+		t.Fatal("the first broker is not the master, or the second is")
+	}
+	a.stop()
+	waitUntil(t, 25*time.Second, "the slave to become master", b.isMaster)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(started) != 2 {
+		t.Fatalf("%d Brokers started, want the slave's and the master's", len(started))
+	}
+	if slave := started[0]; slave.server.GoingAway() {
+		t.Fatal("the slave Broker stopped for the switch told its clients to go away")
+	}
+	if sw := b.sup.Switches(); len(sw) != 2 || !sw[1].Master {
+		t.Fatalf("switches %+v, want the start as slave, then as master", sw)
+	}
+	if got := b.sup.GoAwayWait(); got != 5*time.Second {
+		t.Fatalf("the running Broker's graceful wait is %v, want the configured 5s for the process's stop", got)
+	}
+}

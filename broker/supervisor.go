@@ -549,8 +549,9 @@ const shutdownTimeout = 30 * time.Second
 // switchTo runs the Broker in the role st gives this broker. A master
 // that stays master of a newer epoch, or a slave whose master stays the
 // same, only notes the epoch (a master appends it to its epoch file);
-// otherwise the running Broker is stopped and a new one started, cutting
-// its CommitLog at cut when positive.
+// otherwise the running Broker is stopped (without enableShutdownGracefully's
+// waits: see Broker.stopForSwitch) and a new one started, cutting its
+// CommitLog at cut when positive.
 func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) error {
 	s.switchMu.Lock()
 	defer s.switchMu.Unlock()
@@ -587,7 +588,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		s.cur.running = false
 		s.mu.Unlock()
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		err := old.Shutdown(sctx)
+		err := old.stopForSwitch(sctx)
 		if err == nil {
 			select {
 			case <-old.Closed():
