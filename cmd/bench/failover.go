@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -77,7 +79,11 @@ processes on loopback, each on a fresh store), all from scratch:
   settle      the other brokers start as slaves; once the controller's sync
               state set holds every broker, a producer sends --rate
               messages per second (one at a time, SEND_MESSAGE_V2 with the
-              Remoting client, --send-timeout each) for --settle.
+              Remoting client, --send-timeout each; a send that times out
+              closes its connection, as RocketMQ's client does, and is
+              counted) for --settle (with --signal stop, plus a random
+              part of --scan-interval, so that the signal falls anywhere
+              in the controller's scan period).
   failover    the master gets --signal (kill: SIGKILL, the kernel closes its
               connections and the controller sees the heartbeat connection
               close; stop: SIGSTOP, the connections stay open and only the
@@ -171,6 +177,12 @@ type failoverRun struct {
 	// failed counts the sends that failed between the signal and
 	// firstSend; sentBefore the sends accepted before the signal.
 	failed, sentBefore int
+	// jitter is the random delay added to the settle (SIGSTOP only).
+	jitter time.Duration
+	// timeouts counts the sends (the producer's and the new master's
+	// probe) that timed out after the signal, each closing its
+	// connection.
+	timeouts int
 	// oldEpoch and newEpoch are the master epochs before and after.
 	oldEpoch, newEpoch int32
 }
@@ -205,9 +217,9 @@ func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
-		fmt.Fprintf(w, "run %d: cold start %s (its switch %s); SIG%s -> new master elected %s, its switch %s, it accepts a send %s (x%.3f of cold start), producer's first accepted send %s after %d failed; epoch %d -> %d; load %s\n",
+		fmt.Fprintf(w, "run %d: cold start %s (its switch %s); SIG%s -> new master elected %s, its switch %s, it accepts a send %s (x%.3f of cold start), producer's first accepted send %s after %d failed (%d sends timed out); epoch %d -> %d;%s load %s\n",
 			i+1, fmtDur(r.cold), fmtDur(r.coldSwitch), strings.ToUpper(o.signal), fmtDur(r.elected), fmtDur(r.newSwitch), fmtDur(r.accepted),
-			ratio(float64(r.accepted), float64(r.cold)), fmtDur(r.firstSend), r.failed, r.oldEpoch, r.newEpoch, loadAverage())
+			ratio(float64(r.accepted), float64(r.cold)), fmtDur(r.firstSend), r.failed, r.timeouts, r.oldEpoch, r.newEpoch, jitterNote(r.jitter), loadAverage())
 		runs = append(runs, r)
 	}
 	med := func(f func(failoverRun) time.Duration) time.Duration {
@@ -235,10 +247,18 @@ func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
 	if o.signal == "kill" {
 		_, err = fmt.Fprintln(w, "(SIGKILL: the controller learns of the master's death from its heartbeat connection's close, not from the heartbeat timeout)")
 	} else {
-		_, err = fmt.Fprintf(w, "(SIGSTOP: the controller expires the master's heartbeats %s after the last one, checked every %s; elected-timeout is the part of the gap beyond the timeout)\n",
-			fmtDur(o.heartbeatTimeout), fmtDur(o.scanInterval))
+		_, err = fmt.Fprintf(w, "(SIGSTOP: the controller expires the master's heartbeats %s after the last one (sent up to %s before the signal), checked every %s: elected-timeout, the part of the gap beyond the timeout, falls between -%s and +%s)\n",
+			fmtDur(o.heartbeatTimeout), fmtDur(o.heartbeatInterval), fmtDur(o.scanInterval), fmtDur(o.heartbeatInterval), fmtDur(o.scanInterval))
 	}
 	return err
+}
+
+// jitterNote names the settle's random part, when there is one.
+func jitterNote(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return " signal " + fmtDur(d) + " into the scan interval;"
 }
 
 // loadAverage is the 1-minute load average, "?" when unknown.
@@ -375,6 +395,8 @@ type failoverEnv struct {
 	brokers []*child
 	addrs   []string
 	pool    *remoting.ClientPool
+	// timeouts counts the sends that timed out (send).
+	timeouts atomic.Int64
 }
 
 func (e *failoverEnv) close() error {
@@ -496,13 +518,40 @@ func parseReplica(resp *remoting.Command) (replica, error) {
 	return r, nil
 }
 
+// sendOnNewConn sends one message to addr on a connection of its own,
+// to tell a broker's refusal from a stale connection when a run fails.
+func (e *failoverEnv) sendOnNewConn(addr string, body []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), e.o.sendTimeout)
+	defer cancel()
+	c, err := remoting.DialAddr(ctx, addr, remoting.ClientOptions{Log: zerolog.Nop()})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := c.Invoke(ctx, sendRequest(failoverTopic, 0, body, "failover-check", time.Now()))
+	if err != nil {
+		return err
+	}
+	if resp.Code != remoting.Success {
+		return fmt.Errorf("code %d %s", resp.Code, resp.Remark)
+	}
+	return nil
+}
+
 // send sends one message to addr and reports whether the broker
 // accepted it.
+// A send that times out closes its connection, as RocketMQ's client
+// closes a channel on a timeout (clientCloseSocketIfTimeout), and is
+// counted: on loopback a timeout means a connection nobody serves.
 func (e *failoverEnv) send(ctx context.Context, addr string, body []byte, n int) error {
-	ctx, cancel := context.WithTimeout(ctx, e.o.sendTimeout)
+	sctx, cancel := context.WithTimeout(ctx, e.o.sendTimeout)
 	defer cancel()
-	resp, err := e.pool.Invoke(ctx, addr, sendRequest(failoverTopic, 0, body, "failover-"+strconv.Itoa(n), time.Now()))
+	resp, err := e.pool.Invoke(sctx, addr, sendRequest(failoverTopic, 0, body, "failover-"+strconv.Itoa(n), time.Now()))
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			e.timeouts.Add(1)
+			e.pool.CloseAddr(addr)
+		}
 		return err
 	}
 	if resp.Code != remoting.Success {
@@ -609,15 +658,24 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	}
 	r.coldSwitch = sw0[0].took
 
-	// Steady sends, then the signal.
+	// Steady sends, then the signal. With SIGSTOP the election waits for
+	// the controller's next scan after the timeout: a random part of a
+	// scan interval added to the settle spreads the signal over the
+	// scans' phase, which the run's fixed steps would otherwise fix.
 	p := startFailoverProducer(ctx, e, body)
+	settle := o.settle
+	if o.signal == "stop" {
+		r.jitter = rand.N(o.scanInterval)
+		settle += r.jitter
+	}
 	select {
-	case <-time.After(o.settle):
+	case <-time.After(settle):
 	case <-ctx.Done():
 		p.halt()
 		return r, ctx.Err()
 	}
 	killed := time.Now()
+	timeoutsBefore := e.timeouts.Load()
 	if err := b0.signal(o.sig()); err != nil {
 		p.halt()
 		return r, err
@@ -641,13 +699,15 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	// may be waiting out a send to the old master): a send to the
 	// elected address every 2 ms until one is accepted.
 	for n := 0; ; n++ {
-		if err := e.send(ctx, after.masterAddr, body, -1_000_000-n); err == nil {
+		serr := e.send(ctx, after.masterAddr, body, -1_000_000-n)
+		if serr == nil {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			p.halt()
-			return r, fmt.Errorf("the new master %s accepted no send: %w; its log tail:\n%s", after.masterAddr, ctx.Err(), logTail(e.brokerLog(after.masterAddr), 2048))
+			return r, fmt.Errorf("the new master %s accepted no send (the last: %v; on a new connection: %v): %w; its log tail:\n%s",
+				after.masterAddr, serr, e.sendOnNewConn(after.masterAddr, body), ctx.Err(), logTail(e.brokerLog(after.masterAddr), 2048))
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
@@ -658,6 +718,7 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 		return r, fmt.Errorf("no send accepted after the signal: %w; new master log tail:\n%s", waitErr, logTail(e.brokerLog(after.masterAddr), 2048))
 	}
 	r.firstSend = first.Sub(killed)
+	r.timeouts = int(e.timeouts.Load() - timeoutsBefore)
 	gap := gapOf(events, killed, addr0)
 	r.failed, r.sentBefore = gap.failed, gap.before
 	sw, err := readSwitches(e.brokerLog(after.masterAddr))
