@@ -146,11 +146,25 @@ func (o failoverOptions) validate() error {
 	case o.heartbeatTimeout < time.Millisecond || o.heartbeatInterval < time.Millisecond || o.scanInterval < time.Millisecond:
 		return errors.New("failover: --heartbeat-timeout, --heartbeat-interval and --scan-interval must be at least 1ms")
 	}
-	if _, err := parseSets(o.brokerSets); err != nil {
+	bs, err := parseSets(o.brokerSets)
+	if err != nil {
 		return err
 	}
-	if _, err := parseSets(o.controllerSets); err != nil {
+	cs, err := parseSets(o.controllerSets)
+	if err != nil {
 		return err
+	}
+	// The liveness keys have flags, so that the output names the values
+	// the runs had.
+	for key, flag := range map[string]string{"controllerHeartBeatTimeoutMills": "--heartbeat-timeout", "brokerHeartbeatInterval": "--heartbeat-interval"} {
+		if _, ok := bs[key]; ok {
+			return fmt.Errorf("failover: set %s with %s, not --broker-set", key, flag)
+		}
+	}
+	for _, key := range []string{"scanNotActiveBrokerInterval", "scanInactiveMasterInterval"} {
+		if _, ok := cs[key]; ok {
+			return fmt.Errorf("failover: set %s with --scan-interval, not --controller-set", key)
+		}
 	}
 	return nil
 }
@@ -175,8 +189,8 @@ type failoverRun struct {
 	// its switch.
 	elected, accepted, firstSend, newSwitch time.Duration
 	// failed counts the sends that failed between the signal and
-	// firstSend; sentBefore the sends accepted before the signal.
-	failed, sentBefore int
+	// firstSend.
+	failed int
 	// jitter is the random delay added to the settle (SIGSTOP only).
 	jitter time.Duration
 	// timeouts counts the sends (the producer's and the new master's
@@ -720,7 +734,7 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	r.firstSend = first.Sub(killed)
 	r.timeouts = int(e.timeouts.Load() - timeoutsBefore)
 	gap := gapOf(events, killed, addr0)
-	r.failed, r.sentBefore = gap.failed, gap.before
+	r.failed = gap.failed
 	sw, err := readSwitches(e.brokerLog(after.masterAddr))
 	if err != nil {
 		return r, err

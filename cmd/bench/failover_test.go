@@ -106,6 +106,8 @@ func TestFailoverOptionsValidate(t *testing.T) {
 		"scan interval": func(o *failoverOptions) { o.scanInterval = 0 },
 		"broker set":    func(o *failoverOptions) { o.brokerSets = []string{"novalue"} },
 		"controller":    func(o *failoverOptions) { o.controllerSets = []string{"=x"} },
+		"timeout key":   func(o *failoverOptions) { o.brokerSets = []string{"controllerHeartBeatTimeoutMills=3000"} },
+		"scan key":      func(o *failoverOptions) { o.controllerSets = []string{"scanNotActiveBrokerInterval=1000"} },
 	} {
 		o := ok
 		mod(&o)
