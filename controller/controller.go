@@ -109,6 +109,14 @@ type Controller struct {
 	// again before watchLeadership saw the loss must not answer from a
 	// state the new term's barrier has not caught up.
 	readyTerm atomic.Uint64
+	// leaderSince is when this peer last became ready as the leader
+	// (UnixNano): the inactive-master scan waits one
+	// scanInactiveMasterInterval from then, as RocketMQ's DLedgerController
+	// schedules that scan one period after it becomes leader. A restarted
+	// controller knows no heartbeat yet: without the wait, a scan right
+	// after it leads would take a master for gone when a slave of its
+	// group heartbeats first.
+	leaderSince atomic.Int64
 	// barrier waits until the state machine has applied everything
 	// committed (raft's Barrier); tests replace it before Start.
 	barrier func() error
@@ -323,6 +331,7 @@ func (c *Controller) becomeReady() {
 		term := c.node.raft.CurrentTerm()
 		err := c.barrier()
 		if err == nil {
+			c.leaderSince.Store(time.Now().UnixNano())
 			c.readyTerm.Store(term)
 			c.log.Info().Str("self", c.self.ID).Msg("controller is the leader")
 			return
@@ -375,7 +384,7 @@ func (c *Controller) scan() {
 		case id := <-c.inactive:
 			c.onBrokerInactive(id)
 		case <-masters.C:
-			if !c.IsLeader() {
+			if !c.IsLeader() || time.Since(time.Unix(0, c.leaderSince.Load())) < c.config().ScanInactiveMasterInterval {
 				continue
 			}
 			c.fsm.mu.RLock()

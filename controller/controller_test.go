@@ -658,3 +658,57 @@ func TestNoticesNewestWins(t *testing.T) {
 		t.Fatalf("sent epochs %v, want [6]", got)
 	}
 }
+
+// TestRestartedLeaderGivesBrokersAScanPeriod: a controller restarted on
+// its store knows no heartbeat; its inactive-master scan waits one
+// scanInactiveMasterInterval from when it leads, as RocketMQ's
+// DLedgerController schedules it, so a master that heartbeats within
+// that period keeps its place though a slave of its group heartbeated
+// first (a scan right after leading took the master for gone and elected
+// the slave).
+func TestRestartedLeaderGivesBrokersAScanPeriod(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	func() {
+		c, err := New(Options{Config: cfg, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		srv := remotingtest.StartServer(t, c.Handler())
+		waitFor(t, "leadership", c.IsLeader)
+		b1 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.1:30911"}
+		b2 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.2:30911"}
+		b1.applyID()
+		b2.applyID()
+		b1.heartbeat(60000, 0, 1)
+		b2.heartbeat(60000, 0, 1)
+		wantCode(t, "elect", b1.elect(), remoting.Success)
+	}()
+
+	cfg.ScanInactiveMasterInterval = 600 * time.Millisecond
+	c := startController(t, cfg, true)
+	addr := c.srv.Addr().String()
+	b1 := &broker{t: t, cl: dial(t, addr), addr: "10.0.0.1:30911", id: 1}
+	b2 := &broker{t: t, cl: dial(t, addr), addr: "10.0.0.2:30911", id: 2}
+	// The slave heartbeats the restarted leader at once, the master
+	// within the period.
+	b2.heartbeat(60000, 1, 1)
+	time.Sleep(400 * time.Millisecond)
+	b1.heartbeat(60000, 1, 1)
+	// Past the first scans.
+	time.Sleep(1500 * time.Millisecond)
+	resp := invoke(t, b1.cl, remoting.ControllerGetReplicaInfo, map[string]string{"brokerName": "broker-a"}, nil)
+	wantCode(t, "replica info", resp, remoting.Success)
+	if resp.ExtFields["masterBrokerId"] != "1" || resp.ExtFields["masterEpoch"] != "1" {
+		t.Fatalf("after the restart the group's master is %s in epoch %s, want 1 in epoch 1 (an election ran before the brokers could heartbeat)\n%s",
+			resp.ExtFields["masterBrokerId"], resp.ExtFields["masterEpoch"], c.logs.String())
+	}
+}
