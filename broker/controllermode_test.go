@@ -816,7 +816,8 @@ func TestControllerModeStartWaitsForTheController(t *testing.T) {
 // which loads its store first: the controller elects among a group's live
 // brokers by that end, and a broker that reported 0 while it waited for a
 // master would lose the election of a group restarted together to one
-// holding fewer records.
+// holding fewer records. Its confirm offset meanwhile is the checkpoint's,
+// as RocketMQ's loaded store reports it.
 func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 	peer := startTestControllers(t, 1, false, true)[0]
 	a := newCtlBroker(t, peer.addr, "")
@@ -829,6 +830,9 @@ func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 	if end <= 0 {
 		t.Fatalf("store end %d after the sends", end)
 	}
+	// The confirm offset the checkpoint keeps (a master alone in its set
+	// has no limit of its own: this one stands for an earlier one).
+	a.sup.Broker().clog.SetConfirmLimit(end - 1)
 	a.stop()
 	// The closed connection drops the broker's live entry, as a
 	// controller restarted with the group would not have one.
@@ -867,9 +871,9 @@ func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 	if !known {
 		t.Fatal("no heartbeat reached the controller before the Broker started")
 	}
-	if reported.MaxOffset != end || reported.Epoch != 1 {
-		t.Fatalf("heartbeat before the Broker started: epoch %d maxOffset %d, want epoch 1 and the store's end %d",
-			reported.Epoch, reported.MaxOffset, end)
+	if reported.MaxOffset != end || reported.Epoch != 1 || reported.ConfirmOffset != end-1 {
+		t.Fatalf("heartbeat before the Broker started: epoch %d maxOffset %d confirmOffset %d, want epoch 1, the store's end %d and the checkpoint's confirm offset %d",
+			reported.Epoch, reported.MaxOffset, reported.ConfirmOffset, end, end-1)
 	}
 }
 

@@ -416,7 +416,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // the controller elects among the live brokers of a group by epoch, then
 // by this end: a broker that reported 0 while it waited for a master would
 // lose the election of a group restarted together to a broker holding
-// fewer records, and the records only it held would be cut.
+// fewer records, and the records only it held would be cut. The confirm
+// offset they report meanwhile is the checkpoint's (confirmPhyOffset,
+// within the end), the one RocketMQ's loaded store reports.
 func (s *Supervisor) readStoreEnd() {
 	dir := s.cfg.CommitLogDir()
 	l, err := commitlog.OpenReadOnlyDir(dir)
@@ -435,6 +437,11 @@ func (s *Supervisor) readStoreEnd() {
 		end = min(end, s.cutAt)
 	}
 	s.lastEnd.Store(end)
+	if ck, err := commitlog.ReadCheckpointFile(s.cfg.StorePathRootDir); err == nil {
+		s.lastConfirm.Store(min(max(ck.ConfirmPhyOffset, 0), end))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		s.log.Warn().Err(err).Msg("the checkpoint is not read before the start: the heartbeats report confirm offset 0 until the broker runs")
+	}
 	s.log.Info().Int64("maxPhyOffset", end).Msg("the heartbeats report the store's CommitLog end until the broker runs")
 }
 

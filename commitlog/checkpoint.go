@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/rocketkv/rocketkv/internal/vfs"
 )
@@ -64,6 +65,26 @@ func unmarshalCheckpoint(b []byte) Checkpoint {
 		MasterFlushedOffset: int64(be.Uint64(b[24:])),
 		ConfirmPhyOffset:    int64(be.Uint64(b[32:])),
 	}
+}
+
+// ReadCheckpointFile reads the checkpoint file of the store rooted at
+// root (<root>/checkpoint) without opening the log or creating the file:
+// the values an Open would start from. A short file reads as zeros, as
+// Open reads it; a missing one is an error wrapping fs.ErrNotExist.
+func ReadCheckpointFile(root string) (Checkpoint, error) {
+	path := filepath.Join(root, checkpointName)
+	f, err := os.Open(path)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	defer f.Close()
+	b := make([]byte, 40)
+	n, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return Checkpoint{}, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	clear(b[n:])
+	return unmarshalCheckpoint(b), nil
 }
 
 // checkpointFile is the open checkpoint file.

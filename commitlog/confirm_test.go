@@ -3,6 +3,9 @@ package commitlog
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -192,5 +195,31 @@ func TestConfirmLimitWaitEndsAtClose(t *testing.T) {
 	_ = l.Close()
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Wait across Close: %v, want ErrClosed", err)
+	}
+}
+
+// ReadCheckpointFile reads what the log's checkpoint holds without
+// opening the log: the confirm limit a closed log kept, zeros for a short
+// file, fs.ErrNotExist for none.
+func TestReadCheckpointFile(t *testing.T) {
+	cfg := testConfig(t, 64<<10)
+	if _, err := ReadCheckpointFile(cfg.Dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a store without a checkpoint: %v, want fs.ErrNotExist", err)
+	}
+	l := mustOpen(t, cfg)
+	l.SetConfirmLimit(1234)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadCheckpointFile(cfg.Dir)
+	if err != nil || ck.ConfirmPhyOffset != 1234 {
+		t.Fatalf("checkpoint read without opening the log: %+v, %v; want confirmPhyOffset 1234", ck, err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, checkpointName), []byte{0, 0, 0, 0, 0, 0, 0, 9}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck, err = ReadCheckpointFile(cfg.Dir)
+	if err != nil || ck != (Checkpoint{PhysicMsgTimestamp: 9}) {
+		t.Fatalf("a short checkpoint: %+v, %v; want its field and zeros", ck, err)
 	}
 }
