@@ -243,16 +243,7 @@ func TestControllerModeFailover(t *testing.T) {
 
 func testControllerModeFailover(t *testing.T, notify bool, poll string) {
 	ctlAddr := startTestController(t, true, notify)
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.Remoting.Addr = "127.0.0.1:0"
-	ns, err := namesrv.NewServer(nsCfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	ns := startTestNameServer(t)
 	nsAddr := ns.Addr().String()
 
 	a := newCtlBroker(t, ctlAddr, nsAddr)
@@ -972,16 +963,7 @@ func designateMaster(t *testing.T, ctlAddr string, id int64) {
 // epochs.
 func TestControllerModeDropsStaleProposal(t *testing.T) {
 	ctlAddr := startTestController(t, false, true)
-	nsCfg := namesrv.DefaultConfig()
-	nsCfg.Remoting.Addr = "127.0.0.1:0"
-	ns, err := namesrv.NewServer(nsCfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	ns := startTestNameServer(t)
 	// A slave whose master is restarting at its switch learns the
 	// master's HA address from the name server's answers.
 	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
@@ -1006,10 +988,9 @@ func TestControllerModeDropsStaleProposal(t *testing.T) {
 	if a.sup.Broker() == first {
 		t.Fatal("the first broker leads again without a new Broker")
 	}
-	var before replicasInfo
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	before, err = a.sup.ctl.syncStateData(ctx, "broker-a")
+	before, err := a.sup.ctl.syncStateData(ctx, "broker-a")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,16 +99,7 @@ func TestBrokerRegistersWithATLSNameServer(t *testing.T) {
 	cfg.Remoting.EventLoops = 1
 	cfg.TLS.Mode = "enforcing"
 	cfg.TLS.ConfigFile = ""
-	ns, err := namesrv.NewServer(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := ns.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	ns := startNameServerWith(t, cfg, zerolog.Nop())
 
 	startTestBroker(t, map[string]string{"namesrvAddr": ns.Addr().String(), "tls.server.mode": "enforcing",
 		"tls.config.file": "", "brokerName": "broker-tls"})

@@ -392,38 +392,51 @@ func TestNoCandidateLeavesNoMaster(t *testing.T) {
 
 // TestRestartKeepsState: ids, master and sync state set survive a restart
 // from controllerStorePath, snapshots included.
+// runSeeded starts a controller of cfg, gives brokers 10.0.0.1 and
+// 10.0.0.2 of group broker-a ids 1 and 2 with heartbeats, elects 1, runs
+// more (when set) with the controller and broker 1, and closes the
+// controller: a store for a restart.
+func runSeeded(t *testing.T, cfg Config, more func(c *Controller, b1 *broker)) {
+	t.Helper()
+	c, err := New(Options{Config: cfg, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	srv := remotingtest.StartServer(t, c.Handler())
+	waitFor(t, "leadership", c.IsLeader)
+	b1 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.1:30911"}
+	b2 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.2:30911"}
+	b1.applyID()
+	b2.applyID()
+	b1.heartbeat(60000, 0, 1)
+	b2.heartbeat(60000, 0, 1)
+	wantCode(t, "elect", b1.elect(), remoting.Success)
+	if more != nil {
+		more(c, b1)
+	}
+}
+
+// TestRestartKeepsState: a controller restarted on its store (a snapshot
+// and log after it) keeps the group's master, epochs, sync state set and
+// next broker id.
 func TestRestartKeepsState(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	func() {
-		logs := &testutil.SyncBuffer{}
-		c, err := New(Options{Config: cfg, Log: zerolog.New(logs)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}()
-		srv := remotingtest.StartServer(t, c.Handler())
-		waitFor(t, "leadership", c.IsLeader)
-		b1 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.1:30911"}
-		b2 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.2:30911"}
-		b1.applyID()
-		b2.applyID()
-		b1.heartbeat(60000, 0, 1)
-		b2.heartbeat(60000, 0, 1)
-		wantCode(t, "elect", b1.elect(), remoting.Success)
+	runSeeded(t, cfg, func(c *Controller, b1 *broker) {
 		// A snapshot in the middle, then more log.
 		if err := c.node.raft.Snapshot().Error(); err != nil {
 			t.Fatal(err)
 		}
 		wantCode(t, "alter", alter(t, b1.cl, 1, 1, []int64{1, 2}, 1), remoting.Success)
-	}()
+	})
 
 	c := startController(t, cfg, true)
 	cl := dial(t, c.srv.Addr().String())
@@ -669,29 +682,7 @@ func TestNoticesNewestWins(t *testing.T) {
 func TestRestartedLeaderGivesBrokersAScanPeriod(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	func() {
-		c, err := New(Options{Config: cfg, Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}()
-		srv := remotingtest.StartServer(t, c.Handler())
-		waitFor(t, "leadership", c.IsLeader)
-		b1 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.1:30911"}
-		b2 := &broker{t: t, cl: dial(t, srv.Addr().String()), addr: "10.0.0.2:30911"}
-		b1.applyID()
-		b2.applyID()
-		b1.heartbeat(60000, 0, 1)
-		b2.heartbeat(60000, 0, 1)
-		wantCode(t, "elect", b1.elect(), remoting.Success)
-	}()
+	runSeeded(t, cfg, nil)
 
 	cfg.ScanInactiveMasterInterval = 600 * time.Millisecond
 	c := startController(t, cfg, true)

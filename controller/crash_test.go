@@ -402,14 +402,14 @@ func (g *crashGroup) step(cl *remoting.Client) error {
 	case len(members) == 0 || (len(members) < 5 && r < 0.2):
 		return g.applyID(cl)
 	case s.master == 0:
-		return g.electFirst(cl, members[g.rng.Intn(len(members))])
+		return g.elect(cl, members[g.rng.Intn(len(members))], false)
 	case r < 0.4:
 		return g.register(cl, members[g.rng.Intn(len(members))])
 	case r < 0.65 || len(s.set) < 2:
 		return g.alter(cl)
 	case r < 0.8:
 		others := slices.DeleteFunc(slices.Clone(s.set), func(id int64) bool { return id == s.master })
-		return g.electDesignated(cl, others[g.rng.Intn(len(others))])
+		return g.elect(cl, others[g.rng.Intn(len(others))], true)
 	case r < 0.9:
 		return g.applyTaken(cl, members[g.rng.Intn(len(members))])
 	default:
@@ -480,29 +480,16 @@ func (g *crashGroup) register(cl *remoting.Client, id int64) error {
 	return g.heartbeat(cl, id)
 }
 
-func (g *crashGroup) electFirst(cl *remoting.Client, id int64) error {
+// elect asks for id as the group's master: the first election
+// (designated false) or a designated one, as mqadmin electMaster asks.
+func (g *crashGroup) elect(cl *remoting.Client, id int64, designated bool) error {
 	want := g.acked.clone()
 	want.masterEpoch++
 	want.master = id
 	want.setEpoch++
 	want.set = []int64{id}
 	resp, err := g.change(cl, "elect", want, remoting.ControllerElectMaster, map[string]string{
-		"clusterName": "c1", "brokerName": g.name, "brokerId": itoa(id), "designateElect": "false",
-	}, nil)
-	if err != nil {
-		return err
-	}
-	return g.checkElected(resp)
-}
-
-func (g *crashGroup) electDesignated(cl *remoting.Client, id int64) error {
-	want := g.acked.clone()
-	want.masterEpoch++
-	want.master = id
-	want.setEpoch++
-	want.set = []int64{id}
-	resp, err := g.change(cl, "elect", want, remoting.ControllerElectMaster, map[string]string{
-		"clusterName": "c1", "brokerName": g.name, "brokerId": itoa(id), "designateElect": "true",
+		"clusterName": "c1", "brokerName": g.name, "brokerId": itoa(id), "designateElect": strconv.FormatBool(designated),
 	}, nil)
 	if err != nil {
 		return err

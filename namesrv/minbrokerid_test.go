@@ -59,47 +59,62 @@ func TestRegistryReportsMinBrokerIDChanges(t *testing.T) {
 	}
 }
 
+// startNoticeRecorder serves cfg as a slave broker that records the
+// NOTIFY_MIN_BROKER_ID_CHANGE notices it gets; it returns its address.
+func startNoticeRecorder(t *testing.T, cfg remoting.ServerConfig) (string, <-chan map[string]string) {
+	t.Helper()
+	got := make(chan map[string]string, 4)
+	srv := remoting.NewServer(cfg, remoting.RespondFunc(
+		func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
+			if req.Code == remoting.NotifyMinBrokerIDChange {
+				got <- req.ExtFields
+			}
+			return remoting.NewResponse(req, remoting.Success, "")
+		}), zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr().String(), got
+}
+
+// registerActingPair starts a name server of cfg on a loopback port and
+// registers group a's slave (id 1) at slaveAddr, then its master (id 0),
+// both with enableActingMaster: the master's registration is the change
+// of the group's smallest id the slave is told of.
+func registerActingPair(t *testing.T, cfg Config, slaveAddr string) {
+	t.Helper()
+	cfg.Remoting.Addr = "127.0.0.1:0"
+	ns, err := NewServer(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
+	acting := true
+	for _, b := range []struct {
+		addr string
+		id   int64
+	}{{slaveAddr, 1}, {"127.0.0.1:1", 0}} {
+		if _, err := ns.Registry().Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: b.addr, BrokerID: b.id,
+			HAServerAddr: "127.0.0.1:2", EnableActingMaster: &acting, Body: topicsBody(1, "T:1:1:6", "U:1:1:6")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // With notifyMinBrokerIdChanged the name server sends
 // NOTIFY_MIN_BROKER_ID_CHANGE to the members chosen; without it, none.
 func TestNameServerSendsMinBrokerIDChange(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		got := make(chan map[string]string, 4)
-		srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, remoting.RespondFunc(
-			func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-				if req.Code == remoting.NotifyMinBrokerIDChange {
-					got <- req.ExtFields
-				}
-				return remoting.NewResponse(req, remoting.Success, "")
-			}), zerolog.Nop())
-		if err := srv.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-		slaveAddr := srv.Addr().String()
-
+		slaveAddr, got := startNoticeRecorder(t, remoting.ServerConfig{Addr: "127.0.0.1:0"})
 		set := configs.DefaultNamesrv()
 		set.NotifyMinBrokerIdChanged = on
 		cfg := DefaultConfig()
-		cfg.Remoting.Addr = "127.0.0.1:0"
 		cfg.Settings = &set
-		ns, err := NewServer(cfg, zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ns.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-		acting := true
-		for _, b := range []struct {
-			addr string
-			id   int64
-		}{{slaveAddr, 1}, {"127.0.0.1:1", 0}} {
-			if _, err := ns.Registry().Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: b.addr, BrokerID: b.id,
-				HAServerAddr: "127.0.0.1:2", EnableActingMaster: &acting, Body: topicsBody(1, "T:1:1:6", "U:1:1:6")}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		registerActingPair(t, cfg, slaveAddr)
 		select {
 		case ext := <-got:
 			if !on {
@@ -150,43 +165,12 @@ func TestMinBrokerIDChangeFollowsTLSEnable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := make(chan map[string]string, 4)
-			srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0", TLSMode: mode, TLS: tc}, remoting.RespondFunc(
-				func(_ context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-					if req.Code == remoting.NotifyMinBrokerIDChange {
-						got <- req.ExtFields
-					}
-					return remoting.NewResponse(req, remoting.Success, "")
-				}), zerolog.Nop())
-			if err := srv.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-
+			slaveAddr, got := startNoticeRecorder(t, remoting.ServerConfig{Addr: "127.0.0.1:0", TLSMode: mode, TLS: tc})
 			set := configs.DefaultNamesrv()
 			if _, err := set.Apply(map[string]string{"notifyMinBrokerIdChanged": "true", "useTLS": enable, "tls.config.file": ""}); err != nil {
 				t.Fatal(err)
 			}
-			cfg := ConfigFrom(set, "")
-			cfg.Remoting.Addr = "127.0.0.1:0"
-			ns, err := NewServer(cfg, zerolog.Nop())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := ns.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-			acting := true
-			for _, b := range []struct {
-				addr string
-				id   int64
-			}{{srv.Addr().String(), 1}, {"127.0.0.1:1", 0}} {
-				if _, err := ns.Registry().Register(RegisterRequest{ClusterName: "C", BrokerName: "a", BrokerAddr: b.addr, BrokerID: b.id,
-					HAServerAddr: "127.0.0.1:2", EnableActingMaster: &acting, Body: topicsBody(1, "T:1:1:6", "U:1:1:6")}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			registerActingPair(t, ConfigFrom(set, ""), slaveAddr)
 			select {
 			case ext := <-got:
 				if enable != "true" || ext["minBrokerId"] != "0" {
