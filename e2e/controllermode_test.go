@@ -51,13 +51,7 @@ func TestControllerModeFailoverGoClient(t *testing.T) {
 		"controllerDLegerPeers=n0-"+caddr, "controllerDLegerSelfId=n0", "controllerStorePath="+t.TempDir(),
 		"scanNotActiveBrokerInterval=200", "scanInactiveMasterInterval=200")
 	waitListening(t, caddr)
-	sets := append([]string{"enableControllerMode=true", "controllerAddr=" + caddr,
-		"brokerHeartbeatInterval=200", "controllerHeartBeatTimeoutMills=1500",
-		"syncBrokerMetadataPeriod=300", "checkSyncStateSetPeriod=300"}, fastHA...)
-	master := startBroker(t, ns, brokerOpts{sets: sets})
-	master.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
-	slave := startBroker(t, ns, brokerOpts{sets: sets})
-	slave.waitLog(t, "broker running as SLAVE", 30*time.Second)
+	master, slave := startControllerModeGroup(t, ns, caddr)
 
 	const topic, queues = "E2EControllerMode", 4
 	createTopic(t, master.addr, topic, queues)
@@ -172,13 +166,7 @@ func controllerKillKeepsGroup(t *testing.T, inNamesrv bool) {
 		ns = startNamesrv(t)
 	}
 	waitListening(t, caddr)
-	sets := append([]string{"enableControllerMode=true", "controllerAddr=" + caddr,
-		"brokerHeartbeatInterval=200", "controllerHeartBeatTimeoutMills=1500",
-		"syncBrokerMetadataPeriod=300", "checkSyncStateSetPeriod=300"}, fastHA...)
-	master := startBroker(t, ns, brokerOpts{sets: sets})
-	master.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
-	slave := startBroker(t, ns, brokerOpts{sets: sets})
-	slave.waitLog(t, "broker running as SLAVE", 30*time.Second)
+	master, slave := startControllerModeGroup(t, ns, caddr)
 
 	// The master puts the slave into the sync state set once it caught
 	// up: from then on the slave is a candidate of any election.
@@ -219,4 +207,19 @@ func controllerKillKeepsGroup(t *testing.T, inNamesrv bool) {
 			t.Fatalf("kill %d: a broker changed its role after the controller restarted", kill)
 		}
 	}
+}
+
+// startControllerModeGroup starts two controller-mode brokers of one
+// group under the controller at caddr, with quick heartbeats and HA, and
+// waits until the first runs as master and the second as its slave.
+func startControllerModeGroup(t *testing.T, ns *namesrv, caddr string) (master, slave *brokerProc) {
+	t.Helper()
+	sets := append([]string{"enableControllerMode=true", "controllerAddr=" + caddr,
+		"brokerHeartbeatInterval=200", "controllerHeartBeatTimeoutMills=1500",
+		"syncBrokerMetadataPeriod=300", "checkSyncStateSetPeriod=300"}, fastHA...)
+	master = startBroker(t, ns, brokerOpts{sets: sets})
+	master.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
+	slave = startBroker(t, ns, brokerOpts{sets: sets})
+	slave.waitLog(t, "broker running as SLAVE", 30*time.Second)
+	return master, slave
 }
