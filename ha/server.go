@@ -213,38 +213,9 @@ func (s *Server) Close() error {
 	return err
 }
 
-// Accept failures other than the listener's close (out of file
-// descriptors, a connection reset before it was taken) are retried after a
-// pause growing from minAcceptPause to maxAcceptPause, as RocketMQ's HA
-// accept loop logs and goes on: giving up would leave the port open with
-// no one taking its slaves until a restart.
-const (
-	minAcceptPause = 5 * time.Millisecond
-	maxAcceptPause = time.Second
-)
-
 func (s *Server) accept() {
 	defer s.wg.Done()
-	var pause time.Duration
-	for {
-		conn, err := s.ln.Accept()
-		if err != nil {
-			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			pause = min(max(2*pause, minAcceptPause), maxAcceptPause)
-			s.log.Error().Err(err).Dur("retryIn", pause).Msg("HA accept failed; accepting slaves again after a pause")
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-time.After(pause):
-			}
-			continue
-		}
-		pause = 0
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
+	AcceptSlaves(s.ctx, s.ln, s.log, &s.wg, func(conn net.Conn) (read, write func(context.Context)) {
 		c := &slaveConn{conn: conn, addr: conn.RemoteAddr().String(), asked: make(chan struct{})}
 		c.request.Store(-1)
 		c.ack.Store(-1)
@@ -253,20 +224,8 @@ func (s *Server) accept() {
 		s.slaves[c] = struct{}{}
 		s.mu.Unlock()
 		s.log.Info().Str("slave", c.addr).Msg("slave connected")
-		ctx, cancel := context.WithCancel(s.ctx)
-		context.AfterFunc(ctx, func() { _ = conn.Close() })
-		s.wg.Add(2)
-		go func() {
-			defer s.wg.Done()
-			defer cancel()
-			s.readReports(ctx, c)
-		}()
-		go func() {
-			defer s.wg.Done()
-			defer cancel()
-			s.transfer(ctx, c)
-		}()
-	}
+		return func(ctx context.Context) { s.readReports(ctx, c) }, func(ctx context.Context) { s.transfer(ctx, c) }
+	})
 }
 
 // drop forgets a slave whose connection ended.

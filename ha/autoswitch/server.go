@@ -288,46 +288,15 @@ func (s *Server) Close() error {
 
 func (s *Server) accept() {
 	defer s.wg.Done()
-	var pause time.Duration
-	for {
-		conn, err := s.ln.Accept()
-		if err != nil {
-			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			s.log.Error().Err(err).Dur("retryIn", pause).Msg("HA accept failed; accepting slaves again after a pause")
-			select {
-			case <-s.ctx.Done():
-				return
-			case <-time.After(pause):
-			}
-			continue
-		}
-		pause = 0
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
+	ha.AcceptSlaves(s.ctx, s.ln, s.log, &s.wg, func(conn net.Conn) (read, write func(context.Context)) {
 		c := &slave{conn: conn, addr: conn.RemoteAddr().String(), wake: make(chan struct{}, 1),
 			state: StateHandshake, id: -1, request: -1, ack: -1, next: -1, lastMax: -1}
 		s.mu.Lock()
 		s.slaves[c] = struct{}{}
 		s.mu.Unlock()
 		s.log.Info().Str("slave", c.addr).Msg("slave connected")
-		ctx, cancel := context.WithCancel(s.ctx)
-		context.AfterFunc(ctx, func() { _ = conn.Close() })
-		s.wg.Add(2)
-		go func() {
-			defer s.wg.Done()
-			defer cancel()
-			s.read(ctx, c)
-		}()
-		go func() {
-			defer s.wg.Done()
-			defer cancel()
-			s.write(ctx, c)
-		}()
-	}
+		return func(ctx context.Context) { s.read(ctx, c) }, func(ctx context.Context) { s.write(ctx, c) }
+	})
 }
 
 // drop forgets a slave whose connection ended; a slave of the
