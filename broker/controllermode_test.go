@@ -161,7 +161,9 @@ func newCtlBroker(t *testing.T, controllerAddr, namesrvAddr string) *ctlBroker {
 	}}
 }
 
-func (c *ctlBroker) start() {
+// newSupervisor builds the broker's Supervisor from its store and
+// settings, logging to log, without starting it.
+func (c *ctlBroker) newSupervisor(log zerolog.Logger) *Supervisor {
 	c.t.Helper()
 	o := map[string]string{"storePathRootDir": c.store}
 	for k, v := range c.settings {
@@ -171,10 +173,16 @@ func (c *ctlBroker) start() {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	s, err := NewSupervisor(loaded.Broker, zerolog.Nop())
+	s, err := NewSupervisor(loaded.Broker, log)
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	return s
+}
+
+func (c *ctlBroker) start() {
+	c.t.Helper()
+	s := c.newSupervisor(zerolog.Nop())
 	s.configure = c.configure
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -501,18 +509,7 @@ func TestControllerModeIdentitySteps(t *testing.T) {
 		CheckCode: a.addr() + ";1700000000000"}, true); err != nil {
 		t.Fatal(err)
 	}
-	o := map[string]string{"storePathRootDir": a.store}
-	for k, v := range a.settings {
-		o[k] = v
-	}
-	loaded, err := configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSupervisor(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := a.newSupervisor(zerolog.Nop())
 	var looked atomic.Int32
 	s.resolve = func(_ context.Context, host string) ([]string, error) {
 		if host != "controller.test" {
@@ -546,15 +543,8 @@ func TestControllerModeIdentitySteps(t *testing.T) {
 	// A second broker of another group name on the same store is
 	// refused, as RocketMQ's checkMetadataValid.
 	a.stop()
-	o["brokerName"] = "broker-b"
-	loaded, err = configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s2, err := NewSupervisor(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a.settings["brokerName"] = "broker-b"
+	s2 := a.newSupervisor(zerolog.Nop())
 	s2.resolve = s.resolve
 	if err := s2.Start(ctx); err == nil || !strings.Contains(err.Error(), "broker-a") {
 		_ = s2.Shutdown(ctx)
@@ -832,18 +822,7 @@ func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 		return !ok
 	})
 
-	o := map[string]string{"storePathRootDir": a.store}
-	for k, v := range a.settings {
-		o[k] = v
-	}
-	loaded, err := configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSupervisor(loaded.Broker, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := a.newSupervisor(zerolog.Nop())
 	var (
 		once     sync.Once
 		reported controller.LiveInfo

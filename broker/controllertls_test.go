@@ -112,23 +112,12 @@ func TestControllerModePlaintextToTLSController(t *testing.T) {
 	c := newCtlBroker(t, p.addr, "")
 	c.settings["tls.enable"] = "false"
 	c.settings["tls.config.file"] = ""
-	o := map[string]string{"storePathRootDir": c.store}
-	for k, v := range c.settings {
-		o[k] = v
-	}
-	loaded, err := configs.LoadBroker("", o)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &testutil.SyncBuffer{}
-	s, err := NewSupervisor(loaded.Broker, zerolog.New(logs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := c.newSupervisor(zerolog.New(logs))
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	start := time.Now()
-	err = s.Start(ctx)
+	err := s.Start(ctx)
 	if err == nil {
 		_ = s.Shutdown(context.Background())
 		t.Fatal("a plaintext broker started against a controller enforcing TLS")
