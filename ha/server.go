@@ -367,12 +367,19 @@ func (s *Server) transfer(ctx context.Context, c *slaveConn) {
 
 // write sends one transfer within the housekeeping interval.
 func (s *Server) write(c *slaveConn, header, body []byte) error {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
+	return WriteToSlave(c.conn, s.cfg.HousekeepingInterval, header, body)
+}
+
+// WriteToSlave writes a frame's header and body (none when empty) to a
+// slave's connection in one write, which must end within timeout (the
+// housekeeping interval of both HA protocols).
+func WriteToSlave(conn net.Conn, timeout time.Duration, header, body []byte) error {
+	_ = conn.SetWriteDeadline(time.Now().Add(timeout))
 	bufs := net.Buffers{header}
 	if len(body) > 0 {
 		bufs = append(bufs, body)
 	}
-	if _, err := bufs.WriteTo(c.conn); err != nil {
+	if _, err := bufs.WriteTo(conn); err != nil {
 		return fmt.Errorf("send to slave: %w", err)
 	}
 	return nil

@@ -3,8 +3,9 @@ package autoswitch
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
+
+	"github.com/rocketkv/rocketkv/ha"
 )
 
 // write answers the slave's handshakes and streams the CommitLog to it
@@ -176,13 +177,5 @@ func (s *Server) header(offset int64, size int, e EpochEntry) TransferHeader {
 
 // send writes one frame within the housekeeping interval.
 func (s *Server) send(c *slave, header, body []byte) error {
-	_ = c.conn.SetWriteDeadline(time.Now().Add(s.cfg.HousekeepingInterval))
-	bufs := net.Buffers{header}
-	if len(body) > 0 {
-		bufs = append(bufs, body)
-	}
-	if _, err := bufs.WriteTo(c.conn); err != nil {
-		return fmt.Errorf("send to slave: %w", err)
-	}
-	return nil
+	return ha.WriteToSlave(c.conn, s.cfg.HousekeepingInterval, header, body)
 }
