@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -221,5 +222,13 @@ func TestReadCheckpointFile(t *testing.T) {
 	ck, err = ReadCheckpointFile(cfg.Dir)
 	if err != nil || ck != (Checkpoint{PhysicMsgTimestamp: 9}) {
 		t.Fatalf("a short checkpoint: %+v, %v; want its field and zeros", ck, err)
+	}
+	// A checkpoint that cannot be read is an error naming it, not zeros.
+	bad := t.TempDir()
+	if err := os.Mkdir(filepath.Join(bad, checkpointName), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadCheckpointFile(bad); err == nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), checkpointName) {
+		t.Fatalf("an unreadable checkpoint: %v, want a read error naming it", err)
 	}
 }
