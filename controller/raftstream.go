@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -19,10 +18,6 @@ import (
 // raftHandshakeTimeout bounds reading an accepted raft connection's first
 // byte and its TLS handshake, and a dialled connection's handshake.
 const raftHandshakeTimeout = 10 * time.Second
-
-// tlsRecordHandshake is the first byte of a TLS connection (a handshake
-// record), as the Remoting listener tells TLS from plaintext.
-const tlsRecordHandshake = 0x16
 
 // Errors of an accepted raft connection the TLS mode does not allow.
 var (
@@ -143,40 +138,15 @@ func (c *sniffedConn) open() error {
 	return c.err
 }
 
-// serve reads raw's first byte and returns the connection to go on with.
+// serve reads raw's first byte and returns the connection to go on with
+// (remoting.SniffTLS), with the raft peer's refusals.
 func (s *raftStream) serve(raw net.Conn) (net.Conn, error) {
-	_ = raw.SetReadDeadline(time.Now().Add(raftHandshakeTimeout))
-	br := bufio.NewReader(raw)
-	first, err := br.Peek(1)
-	if err != nil {
-		return nil, fmt.Errorf("first byte: %w", err)
-	}
-	conn := &bufferedConn{Conn: raw, r: br}
-	if first[0] != tlsRecordHandshake {
-		if s.mode == remoting.TLSEnforcing {
-			return nil, errRaftPlaintextRefused
-		}
-		_ = raw.SetReadDeadline(time.Time{})
-		return conn, nil
-	}
-	if s.mode == remoting.TLSDisabled {
+	conn, err := remoting.SniffTLS(raw, s.mode, s.server, raftHandshakeTimeout)
+	switch {
+	case errors.Is(err, remoting.ErrPlaintextRefused):
+		return nil, errRaftPlaintextRefused
+	case errors.Is(err, remoting.ErrTLSRefused):
 		return nil, errRaftTLSRefused
 	}
-	tc := tls.Server(conn, s.server)
-	ctx, cancel := context.WithTimeout(context.Background(), raftHandshakeTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, fmt.Errorf("TLS handshake: %w", err)
-	}
-	_ = raw.SetReadDeadline(time.Time{})
-	return tc, nil
+	return conn, err
 }
-
-// bufferedConn is a connection whose first bytes were read into r.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-// Read implements net.Conn from the buffer first.
-func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }

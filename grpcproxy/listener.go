@@ -1,7 +1,6 @@
 package grpcproxy
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -52,40 +51,16 @@ type plainInfo struct{ credentials.CommonAuthInfo }
 
 func (plainInfo) AuthType() string { return "insecure" }
 
-// errPlaintextRefused and errTLSRefused are the handshake errors of a
-// connection the TLS mode does not allow.
-var (
-	errPlaintextRefused = errors.New("grpcproxy: plaintext connection refused: tls.server.mode is enforcing")
-	errTLSRefused       = errors.New("grpcproxy: TLS connection refused: tls.server.mode is disabled")
-)
-
 // ServerHandshake implements credentials.TransportCredentials.
 func (c *sniffCreds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	_ = raw.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	br := bufio.NewReaderSize(raw, 1)
-	first, err := br.Peek(1)
+	conn, err := remoting.SniffTLS(raw, c.mode, c.tls, handshakeTimeout)
 	if err != nil {
-		return nil, nil, fmt.Errorf("grpcproxy: first byte of %s: %w", raw.RemoteAddr(), err)
+		return nil, nil, fmt.Errorf("grpcproxy: %w", err)
 	}
-	conn := &peekedConn{Conn: raw, r: br}
-	if first[0] != 0x16 {
-		_ = raw.SetReadDeadline(time.Time{})
-		if c.mode == remoting.TLSEnforcing {
-			return nil, nil, errPlaintextRefused
-		}
-		return conn, plainInfo{credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}, nil
+	if tc, ok := conn.(*tls.Conn); ok {
+		return tc, credentials.TLSInfo{State: tc.ConnectionState(), CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}, nil
 	}
-	if c.mode == remoting.TLSDisabled || c.tls == nil {
-		return nil, nil, errTLSRefused
-	}
-	tc := tls.Server(conn, c.tls)
-	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("grpcproxy: TLS handshake with %s: %w", raw.RemoteAddr(), err)
-	}
-	_ = raw.SetReadDeadline(time.Time{})
-	return tc, credentials.TLSInfo{State: tc.ConnectionState(), CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}, nil
+	return conn, plainInfo{credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}, nil
 }
 
 // ClientHandshake implements credentials.TransportCredentials; the proxy
@@ -111,11 +86,3 @@ func (c *sniffCreds) Clone() credentials.TransportCredentials {
 // OverrideServerName implements credentials.TransportCredentials
 // (deprecated by gRPC, unused by servers).
 func (c *sniffCreds) OverrideServerName(string) error { return nil }
-
-// peekedConn is a connection whose first bytes were read into r.
-type peekedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
