@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -243,29 +242,17 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 	}
 	args = append(args, extraArgs...)
 	logPath := filepath.Join(filepath.Dir(store), filepath.Base(store)+".log")
-	logFile, err := os.Create(logPath)
+	// A benchmark killed outright does not leave its broker running
+	// (startChild's Pdeathsig).
+	c, err := startChild("broker", path, args, logPath)
 	if err != nil {
-		return nil, fmt.Errorf("create broker log: %w", err)
-	}
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	// A benchmark killed outright does not leave its broker running.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
 		_ = os.Remove(logPath)
-		return nil, fmt.Errorf("start %s: %w", path, err)
+		return nil, err
 	}
-	// exited is closed when the process is gone; waitErr is its status.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
+	cmd, exited := c.cmd, c.exited
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cleanup := func() {
-		_ = logFile.Close()
+		_ = c.logFile.Close()
 		_ = os.Remove(logPath)
 	}
 	if err := waitListening(ctx, addr, exited); err != nil {
@@ -280,8 +267,8 @@ func startProcess(ctx context.Context, bin, store string, conf map[string]string
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
-			if waitErr != nil {
-				return fmt.Errorf("broker exited: %w; log tail:\n%s", waitErr, logTail(logPath, 2048))
+			if c.waitErr != nil {
+				return fmt.Errorf("broker exited: %w; log tail:\n%s", c.waitErr, logTail(logPath, 2048))
 			}
 			return nil
 		case <-time.After(60 * time.Second):
