@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/panjf2000/gnet/v2"
@@ -179,13 +180,17 @@ type Server struct {
 	ctx    context.Context // done at Shutdown; parent of every Conn's context
 	cancel context.CancelFunc
 
-	engMu   sync.Mutex // guards eng and booted against a concurrent stop
-	eng     gnet.Engine
-	booted  bool
-	addr    net.Addr
-	started atomic.Bool
-	runDone chan struct{} // closed when gnet.Run returns
-	stopped chan struct{} // closed when stop has finished
+	engMu  sync.Mutex // guards eng, booted and listenFD against a concurrent stop
+	eng    gnet.Engine
+	booted bool
+	// listenFD is a duplicate of the listener's descriptor, taken at
+	// boot (gnet's own is not safe to read while the engine stops), for
+	// stopEngine to shut the listener down with; -1 when there is none.
+	listenFD int
+	addr     net.Addr
+	started  atomic.Bool
+	runDone  chan struct{} // closed when gnet.Run returns
+	stopped  chan struct{} // closed when stop has finished
 
 	jobs    chan job
 	workers sync.WaitGroup
@@ -213,6 +218,8 @@ func NewServer(cfg ServerConfig, h Handler, log zerolog.Logger) *Server {
 		runDone: make(chan struct{}),
 		stopped: make(chan struct{}),
 		conns:   make(map[uint64]*Conn),
+
+		listenFD: -1,
 	}
 	s.buffers.New = func() any {
 		b := make([]byte, 0, 512)
@@ -243,7 +250,7 @@ func (s *Server) Start(ctx context.Context) error {
 		proto = "tcp://" + proto
 	}
 	opts := []gnet.Option{
-		gnet.WithLogger(gnetLogger{s.log}),
+		gnet.WithLogger(gnetLogger{log: s.log, stopping: s.ctx}),
 		gnet.WithTicker(s.cfg.IdleTimeout > 0),
 		gnet.WithReuseAddr(true),
 	}
@@ -349,16 +356,13 @@ func (s *Server) stop() {
 	defer close(s.stopped)
 	s.cancel()
 	s.engMu.Lock()
-	eng, booted := s.eng, s.booted
+	eng, booted, listenFD := s.eng, s.booted, s.listenFD
 	s.engMu.Unlock()
 	if booted {
-		// gnet's Engine.Stop polls for completion every 500 ms; a context
-		// that is already done makes it only trigger the stop. The return
-		// of gnet.Run (runDone) is the signal that every event loop has
-		// exited and every connection is closed.
-		triggered, cancel := context.WithCancel(context.Background())
-		cancel()
-		_ = eng.Stop(triggered)
+		s.stopEngine(eng, listenFD)
+	}
+	if listenFD >= 0 {
+		_ = syscall.Close(listenFD)
 	}
 	// Without a booted engine, OnBoot sees s.ctx done and refuses to
 	// start, so Run returns either way.
@@ -370,6 +374,58 @@ func (s *Server) stop() {
 	s.workers.Wait()
 	s.hooks.Wait()
 	s.log.Info().Msg("remoting server stopped")
+}
+
+// acceptorStopWait bounds stopEngine's wait for gnet's acceptor to stop
+// the engine itself once the listener is shut down, before it stops the
+// engine the plain way.
+const acceptorStopWait = 2 * time.Second
+
+// stopEngine stops gnet's engine without leaving a connection behind
+// that nobody serves. gnet's own stop ends the event loops before its
+// acceptor, which goes on accepting and hands each new socket to a loop
+// that has exited: the socket is never served nor closed, and a client
+// that connected during the stop waits for its own timeout. So the
+// listening socket is shut down first (on a duplicate of its descriptor):
+// the kernel resets the connections still in its backlog and refuses new
+// ones, the acceptor's next accept fails, and the acceptor stops the
+// engine after it has handed every socket it accepted to an event loop,
+// which registers it before it exits and closes it with the rest. Where
+// the listener cannot be shut down, or the acceptor does not stop the
+// engine within acceptorStopWait, the engine is stopped the plain way.
+//
+// gnet's Engine.Stop polls for completion every 500 ms; a context that is
+// already done makes it only trigger the stop. The return of gnet.Run
+// (runDone) is the signal that every event loop has exited and every
+// connection is closed.
+func (s *Server) stopEngine(eng gnet.Engine, listenFD int) {
+	if s.shutDownListener(listenFD) {
+		t := time.NewTimer(acceptorStopWait)
+		defer t.Stop()
+		select {
+		case <-s.runDone:
+			return
+		case <-t.C:
+			s.log.Warn().Dur("waited", acceptorStopWait).Msg("the acceptor did not stop after the listener shut down; stopping the engine")
+		}
+	}
+	triggered, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = eng.Stop(triggered)
+}
+
+// shutDownListener shuts the listening socket (fd, a duplicate of the
+// engine's) down for reading, which ends its listening; it reports whether
+// that succeeded.
+func (s *Server) shutDownListener(fd int) bool {
+	if fd < 0 {
+		return false
+	}
+	if err := syscall.Shutdown(fd, syscall.SHUT_RD); err != nil {
+		s.log.Debug().Err(err).Msg("the listener not shut down; stopping the engine without it")
+		return false
+	}
+	return true
 }
 
 // Conns returns the open connections.
@@ -571,6 +627,11 @@ func (e *eventHandler) OnBoot(eng gnet.Engine) gnet.Action {
 		return gnet.Shutdown
 	}
 	s.eng, s.booted, s.addr = eng, true, addr
+	if fd, err := eng.Dup(); err == nil {
+		s.listenFD = fd
+	} else {
+		s.log.Debug().Err(err).Msg("the listener's descriptor not duplicated; the stop will not shut it down first")
+	}
 	e.booted <- nil
 	return gnet.None
 }
@@ -903,11 +964,24 @@ func (e *eventHandler) OnTick() (time.Duration, gnet.Action) {
 }
 
 // gnetLogger sends gnet's own log lines to zerolog. gnet's Fatalf is logged
-// at error level: a library must not end the process.
-type gnetLogger struct{ log zerolog.Logger }
+// at error level: a library must not end the process. Once the server
+// stops (stopping is done), gnet's errors are logged at debug level: the
+// stop shuts the listener down under gnet's acceptor, whose failed accept
+// gnet reports as errors that are the expected end.
+type gnetLogger struct {
+	log      zerolog.Logger
+	stopping context.Context
+}
 
 func (l gnetLogger) Debugf(format string, args ...any) { l.log.Debug().Msgf(format, args...) }
 func (l gnetLogger) Infof(format string, args ...any)  { l.log.Debug().Msgf(format, args...) }
 func (l gnetLogger) Warnf(format string, args ...any)  { l.log.Warn().Msgf(format, args...) }
-func (l gnetLogger) Errorf(format string, args ...any) { l.log.Error().Msgf(format, args...) }
+func (l gnetLogger) Errorf(format string, args ...any) { l.errorEvent().Msgf(format, args...) }
 func (l gnetLogger) Fatalf(format string, args ...any) { l.log.Error().Msgf(format, args...) }
+
+func (l gnetLogger) errorEvent() *zerolog.Event {
+	if l.stopping != nil && l.stopping.Err() != nil {
+		return l.log.Debug()
+	}
+	return l.log.Error()
+}

@@ -863,3 +863,70 @@ func TestAnUnencodableAnswerIsASystemError(t *testing.T) {
 		})
 	}
 }
+
+// TestShutdownLeavesNoAcceptedConnectionOpen dials the server without
+// pause while it shuts down: every connection the kernel completed must
+// end closed or reset once Shutdown returns, none left open and unserved
+// (gnet's engine stop ends its event loops before its acceptor, which
+// may still hand a new socket to a loop that has exited).
+func TestShutdownLeavesNoAcceptedConnectionOpen(t *testing.T) {
+	for round := range 30 {
+		s := NewServer(ServerConfig{Addr: "127.0.0.1:0", EventLoops: 2}, NewMux(), zerolog.Nop())
+		if err := s.Start(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		addr := s.Addr().String()
+		var (
+			mu    sync.Mutex
+			conns []net.Conn
+			stop  atomic.Bool
+			wg    sync.WaitGroup
+		)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					c, err := net.DialTimeout("tcp", addr, time.Second)
+					if err != nil {
+						continue
+					}
+					mu.Lock()
+					conns = append(conns, c)
+					mu.Unlock()
+				}
+			}()
+		}
+		waitFor(t, "a connection before the shutdown", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(conns) > 0
+		})
+		if err := s.Shutdown(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		stop.Store(true)
+		wg.Wait()
+		// Read every connection concurrently: each must see EOF or a reset
+		// at once; the deadline only turns a hang into a failure.
+		open := atomic.Int32{}
+		var readers sync.WaitGroup
+		for _, c := range conns {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				defer c.Close()
+				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_, err := io.Copy(io.Discard, c)
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					open.Add(1)
+				}
+			}()
+		}
+		readers.Wait()
+		if n := open.Load(); n > 0 {
+			t.Fatalf("round %d: %d of %d connections made while the server stopped still open after it stopped", round, n, len(conns))
+		}
+	}
+}
