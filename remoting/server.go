@@ -17,6 +17,8 @@ import (
 
 	"github.com/panjf2000/gnet/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 )
 
 // Errors of the server lifecycle.
@@ -271,14 +273,7 @@ func (s *Server) Start(ctx context.Context) error {
 	// booted gets OnBoot's verdict and then Run's result; two slots so the
 	// Run goroutine never blocks on it.
 	booted := make(chan error, 2)
-	go func() {
-		defer close(s.runDone)
-		err := gnet.Run(&eventHandler{s: s, booted: booted}, proto, opts...)
-		if err == nil {
-			err = errors.New("engine stopped before it was started")
-		}
-		booted <- err
-	}()
+	go s.runEngine(proto, opts, booted)
 	var err error
 	select {
 	case err = <-booted:
@@ -292,6 +287,74 @@ func (s *Server) Start(ctx context.Context) error {
 	s.log.Info().Str("addr", s.addr.String()).Int("workers", s.cfg.Workers).
 		Stringer("tlsMode", s.cfg.TLSMode).Msg("remoting server listening")
 	return nil
+}
+
+// engineRestartWait is how long runEngine waits before it starts an engine
+// that stopped on its own again (Netty's acceptor pauses 1 s after a
+// failed accept).
+const engineRestartWait = time.Second
+
+// runEngine runs gnet's engine until Shutdown. gnet stops the whole engine,
+// closing every connection, when its acceptor fails an accept for any
+// reason other than a connection gone before it was taken (EMFILE when
+// the process is out of descriptors, ENFILE, ENOBUFS, ...), where Netty
+// logs and goes on accepting. A server that stopped there would leave the
+// process up and its port dead, so runEngine starts the engine again on the
+// address it was bound to, every engineRestartWait until one starts, as
+// long as the first start succeeded and Shutdown has not begun. booted
+// gets the first start's verdict (OnBoot's) and then its Run's result.
+func (s *Server) runEngine(proto string, opts []gnet.Option, booted chan<- error) {
+	defer close(s.runDone)
+	err := gnet.Run(&eventHandler{s: s, booted: booted}, proto, opts...)
+	if err == nil {
+		err = errors.New("engine stopped before it was started")
+	}
+	booted <- err
+	if !s.booted0() {
+		s.releaseListener()
+		return
+	}
+	scheme := proto[:strings.Index(proto, "://")+len("://")]
+	fails := repeatlog.New(s.log, 0, nil)
+	for {
+		s.releaseListener()
+		if s.ctx.Err() != nil {
+			return
+		}
+		fails.Failed().Err(err).Msg("the remoting server's engine stopped on its own (gnet stops it when an accept fails, as when the process is out of file descriptors), closing every connection: listening again")
+		t := time.NewTimer(engineRestartWait)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		h := &eventHandler{s: s, booted: make(chan error, 1), restart: true, onBoot: func() {
+			fails.Recovered().Str("addr", s.addr.String()).Msg("the remoting server listens again")
+		}}
+		err = gnet.Run(h, scheme+s.addr.String(), opts...)
+		if err == nil {
+			err = errors.New("engine stopped")
+		}
+	}
+}
+
+// booted0 reports whether an engine ever booted.
+func (s *Server) booted0() bool {
+	s.engMu.Lock()
+	defer s.engMu.Unlock()
+	return s.booted
+}
+
+// releaseListener closes the duplicate of the listener's descriptor once
+// its engine has stopped, so the port stops listening with it.
+func (s *Server) releaseListener() {
+	s.engMu.Lock()
+	defer s.engMu.Unlock()
+	if s.listenFD >= 0 {
+		_ = syscall.Close(s.listenFD)
+		s.listenFD = -1
+	}
 }
 
 // Addr returns the bound listen address (with the real port when the
@@ -356,13 +419,10 @@ func (s *Server) stop() {
 	defer close(s.stopped)
 	s.cancel()
 	s.engMu.Lock()
-	eng, booted, listenFD := s.eng, s.booted, s.listenFD
+	eng, booted := s.eng, s.booted
 	s.engMu.Unlock()
 	if booted {
-		s.stopEngine(eng, listenFD)
-	}
-	if listenFD >= 0 {
-		_ = syscall.Close(listenFD)
+		s.stopEngine(eng)
 	}
 	// Without a booted engine, OnBoot sees s.ctx done and refuses to
 	// start, so Run returns either way.
@@ -398,8 +458,8 @@ const acceptorStopWait = 2 * time.Second
 // already done makes it only trigger the stop. The return of gnet.Run
 // (runDone) is the signal that every event loop has exited and every
 // connection is closed.
-func (s *Server) stopEngine(eng gnet.Engine, listenFD int) {
-	if s.shutDownListener(listenFD) {
+func (s *Server) stopEngine(eng gnet.Engine) {
+	if s.shutDownListener() {
 		t := time.NewTimer(acceptorStopWait)
 		defer t.Stop()
 		select {
@@ -414,14 +474,17 @@ func (s *Server) stopEngine(eng gnet.Engine, listenFD int) {
 	_ = eng.Stop(triggered)
 }
 
-// shutDownListener shuts the listening socket (fd, a duplicate of the
-// engine's) down for reading, which ends its listening; it reports whether
-// that succeeded.
-func (s *Server) shutDownListener(fd int) bool {
-	if fd < 0 {
+// shutDownListener shuts the listening socket down for reading (through
+// the duplicate of its descriptor), which ends its listening; it reports
+// whether that succeeded. The duplicate is used under engMu, so runEngine
+// cannot close it meanwhile.
+func (s *Server) shutDownListener() bool {
+	s.engMu.Lock()
+	defer s.engMu.Unlock()
+	if s.listenFD < 0 {
 		return false
 	}
-	if err := syscall.Shutdown(fd, syscall.SHUT_RD); err != nil {
+	if err := syscall.Shutdown(s.listenFD, syscall.SHUT_RD); err != nil {
 		s.log.Debug().Err(err).Msg("the listener not shut down; stopping the engine without it")
 		return false
 	}
@@ -609,16 +672,24 @@ type eventHandler struct {
 	gnet.BuiltinEventEngine
 	s      *Server
 	booted chan<- error
+	// restart is true for an engine runEngine starts again: the bound
+	// address is known already.
+	restart bool
+	// onBoot, when set, is called once the engine booted.
+	onBoot func()
 }
 
 // OnBoot records the engine and the bound address; it refuses to start
 // when Shutdown came first.
 func (e *eventHandler) OnBoot(eng gnet.Engine) gnet.Action {
 	s := e.s
-	addr, err := listenerAddr(eng)
-	if err != nil {
-		e.booted <- fmt.Errorf("read bound address: %w", err)
-		return gnet.Shutdown
+	var addr net.Addr
+	if !e.restart {
+		var err error
+		if addr, err = listenerAddr(eng); err != nil {
+			e.booted <- fmt.Errorf("read bound address: %w", err)
+			return gnet.Shutdown
+		}
 	}
 	s.engMu.Lock()
 	defer s.engMu.Unlock()
@@ -626,11 +697,17 @@ func (e *eventHandler) OnBoot(eng gnet.Engine) gnet.Action {
 		e.booted <- errors.New("shut down while starting")
 		return gnet.Shutdown
 	}
-	s.eng, s.booted, s.addr = eng, true, addr
+	s.eng, s.booted = eng, true
+	if !e.restart {
+		s.addr = addr
+	}
 	if fd, err := eng.Dup(); err == nil {
 		s.listenFD = fd
 	} else {
 		s.log.Debug().Err(err).Msg("the listener's descriptor not duplicated; the stop will not shut it down first")
+	}
+	if e.onBoot != nil {
+		e.onBoot()
 	}
 	e.booted <- nil
 	return gnet.None
