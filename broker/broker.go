@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -53,6 +54,10 @@ type Broker struct {
 	// queues of both were rebuilt from the CommitLog (warnUnroutedQueues).
 	importedWithoutCQ bool
 	log               zerolog.Logger
+	// clientTLS is the TLS of the broker's own connections (name servers,
+	// master, escape bridge; nil: plaintext), set at the start
+	// (listenerTLS).
+	clientTLS *tls.Config
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
 	busyLog zerolog.Logger

@@ -53,6 +53,9 @@ func Preflight(cfg configs.Broker) (configs.Broker, error) {
 	if _, _, err := tlsconf.Listener("broker", cfg.TLS, zerolog.Nop()); err != nil {
 		return configs.Broker{}, err
 	}
+	if _, err := tlsconf.Client("broker", cfg.DialNamesrvTLS(), cfg.TLS, zerolog.Nop()); err != nil {
+		return configs.Broker{}, err
+	}
 
 	if !cfg.EnableControllerMode {
 		// In controller mode the controller gives both: the file's

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,6 +51,10 @@ type Supervisor struct {
 	root zerolog.Logger
 	log  zerolog.Logger
 	ctl  *controllerClient
+	// peerTLS is the TLS of the supervisor's connections, to the
+	// controllers and to peers (tls.enable and tls.client.*; nil:
+	// plaintext).
+	peerTLS *tls.Config
 	// peers carries the requests to the group's other brokers
 	// (EXCHANGE_BROKER_HA_INFO to the master).
 	peers  *remoting.ClientPool
@@ -152,11 +157,15 @@ func NewSupervisor(cfg configs.Broker, log zerolog.Logger) (*Supervisor, error) 
 	slog := log.With().Str("component", "controller-mode").Logger()
 	// EXCHANGE_BROKER_HA_INFO goes out as RocketMQ's BrokerOuterAPI sends
 	// it: with tls.enable's TLS, as the requests to the name servers.
-	peerTLS := tlsconf.Client(cfg.DialNamesrvTLS())
+	peerTLS, err := tlsconf.Client("broker", cfg.DialNamesrvTLS(), cfg.TLS, slog)
+	if err != nil {
+		return nil, err
+	}
 	s := &Supervisor{
 		cfg:      cfg,
 		root:     log,
 		log:      slog,
+		peerTLS:  peerTLS,
 		peers:    remoting.NewClientPool(remoting.ClientOptions{Log: slog, TLS: peerTLS}),
 		addr:     net.JoinHostPort(host, strconv.Itoa(cfg.ListenPort)),
 		changes:  make(chan replicaState, 16),
@@ -227,7 +236,7 @@ func (s *Supervisor) role() roleState {
 // ctx's error if that does not come first.
 func (s *Supervisor) Start(ctx context.Context) (err error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ctl = newControllerClient(s.cfg.ControllerAddr, s.cfg.FetchControllerAddrByDNSLookup, s.resolve, tlsconf.Client(s.cfg.DialNamesrvTLS()), s.log)
+	s.ctl = newControllerClient(s.cfg.ControllerAddr, s.cfg.FetchControllerAddrByDNSLookup, s.resolve, s.peerTLS, s.log)
 	defer func() {
 		if err != nil {
 			s.cancel()

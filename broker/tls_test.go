@@ -77,6 +77,9 @@ func TestBrokerTLSStartErrors(t *testing.T) {
 		{map[string]string{"tls.server.certPath": "/nonexistent/c.pem", "tls.server.keyPath": "/nonexistent/k.pem"}, "tls.server.certPath"},
 		{map[string]string{"tls.test.mode.enable": "false"}, "tls.server.certPath"},
 		{map[string]string{"tls.config.file": "/"}, "tls.config.file"},
+		// The keys of the broker's own TLS connections (tls.enable).
+		{map[string]string{"tls.enable": "true", "tls.client.certPath": "/nonexistent/c.pem", "tls.client.keyPath": "/nonexistent/k.pem"}, "tls.client.certPath"},
+		{map[string]string{"tls.enable": "true", "tls.client.authServer": "true", "tls.client.trustCertPath": "/nonexistent/ca.pem"}, "tls.client.trustCertPath"},
 	} {
 		tc.settings["storePathRootDir"] = t.TempDir()
 		tc.settings["listenPort"] = "0"

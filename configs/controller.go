@@ -163,6 +163,7 @@ var controllerFileFields = slices.Concat(controllerFields(func(c *ControllerFile
 	str("configBlackList", "configBlackList;configStorePath", func(c *ControllerFile) *string { return &c.ConfigBlackList }),
 }, listenerFields(func(c *ControllerFile) *Listener { return &c.Listener }),
 	tlsServerFields(func(c *ControllerFile) *TLS { return &c.TLS }),
+	tlsClientFields(func(c *ControllerFile) *TLS { return &c.TLS }),
 	[]field[ControllerFile]{tlsEnableField(func(c *ControllerFile) *string { return &c.TLSEnable })},
 	proxyProtocolFields(func(c *ControllerFile) *ProxyProtocol { return &c.ProxyProtocol }), []field[ControllerFile]{
 		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(c *ControllerFile) *string { return &c.LogLevel }),

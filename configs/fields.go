@@ -270,7 +270,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	boolean("aclEnable", "false", func(b *Broker) *bool { return &b.AclEnable }),
 	str("plainAclFile", "", func(b *Broker) *string { return &b.PlainAclFile }),
-}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), proxyProtocolFields(func(b *Broker) *ProxyProtocol { return &b.ProxyProtocol }), listenerFields(func(b *Broker) *Listener { return &b.Listener }), []field[Broker]{
+}, authFields(), tlsServerFields(func(b *Broker) *TLS { return &b.TLS }), tlsClientFields(func(b *Broker) *TLS { return &b.TLS }), proxyProtocolFields(func(b *Broker) *ProxyProtocol { return &b.ProxyProtocol }), listenerFields(func(b *Broker) *Listener { return &b.Listener }), []field[Broker]{
 	tlsEnableField(func(b *Broker) *string { return &b.TLSEnable }),
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),

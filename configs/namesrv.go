@@ -110,7 +110,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	inUnit("waitSecondsForService", "45", time.Second, "seconds", -1<<31, 1<<31-1, func(n *Namesrv) *time.Duration { return &n.WaitForService }),
 	boolean("enableControllerInNamesrv", "false", func(n *Namesrv) *bool { return &n.EnableControllerInNamesrv }),
 	str("configBlackList", "configBlackList;configStorePath;kvConfigPath", func(n *Namesrv) *string { return &n.ConfigBlackList }),
-}, controllerFields(func(n *Namesrv) *Controller { return &n.Controller }), tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }),
+}, controllerFields(func(n *Namesrv) *Controller { return &n.Controller }), tlsServerFields(func(n *Namesrv) *TLS { return &n.TLS }), tlsClientFields(func(n *Namesrv) *TLS { return &n.TLS }),
 	[]field[Namesrv]{tlsEnableField(func(n *Namesrv) *string { return &n.TLSEnable })}, proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
 		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
 		oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),

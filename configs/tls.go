@@ -19,9 +19,12 @@ const (
 // DefaultTLSConfigFile is RocketMQ's default tls.config.file.
 const DefaultTLSConfigFile = "/etc/rocketmq/tls.properties"
 
-// TLS is the server-side TLS configuration of a broker or a name server,
-// under the names of RocketMQ's TLS system properties (TlsSystemConfig),
-// which work as keys of the configuration file as they are, dots and all.
+// TLS is the TLS configuration of a broker, a name server or a
+// controller, under the names of RocketMQ's TLS system properties
+// (TlsSystemConfig), which work as keys of the configuration file as they
+// are, dots and all: the listener's (tls.server.*) and, for the processes
+// that dial with TLS (tls.enable), their client connections'
+// (tls.client.*).
 type TLS struct {
 	// Mode is tls.server.mode: disabled, permissive (TLS and plaintext on
 	// the same port, the default) or enforcing (TLS only).
@@ -49,6 +52,24 @@ type TLS struct {
 	// TrustCertPath is tls.server.trustCertPath, the PEM certificates of
 	// the authorities trusted for client certificates.
 	TrustCertPath string
+
+	// ClientCertPath is tls.client.certPath, the PEM certificate chain the
+	// process presents on the TLS connections it opens (to name servers,
+	// controllers, brokers) when the server asks for one.
+	ClientCertPath string
+	// ClientKeyPath is tls.client.keyPath, ClientCertPath's PEM private
+	// key.
+	ClientKeyPath string
+	// ClientKeyPassword is tls.client.keyPassword, for an encrypted
+	// ClientKeyPath. It is reported masked.
+	ClientKeyPassword string
+	// ClientAuthServer is tls.client.authServer: verify the servers'
+	// certificates against ClientTrustCertPath (the system's roots when
+	// empty). Without it they are not verified, RocketMQ's default.
+	ClientAuthServer bool
+	// ClientTrustCertPath is tls.client.trustCertPath, the PEM
+	// certificates of the authorities trusted for server certificates.
+	ClientTrustCertPath string
 }
 
 // maskedSecret is how a set secret is reported.
@@ -87,6 +108,18 @@ func tlsServerFields[T any](ptr func(*T) *TLS) []field[T] {
 	}
 }
 
+// tlsClientFields are the tls.client.* keys of a configuration T whose
+// process dials with TLS (tls.enable), whose TLS settings ptr returns.
+func tlsClientFields[T any](ptr func(*T) *TLS) []field[T] {
+	return []field[T]{
+		str("tls.client.certPath", "", func(c *T) *string { return &ptr(c).ClientCertPath }),
+		str("tls.client.keyPath", "", func(c *T) *string { return &ptr(c).ClientKeyPath }),
+		secret("tls.client.keyPassword", func(c *T) *string { return &ptr(c).ClientKeyPassword }),
+		boolean("tls.client.authServer", "false", func(c *T) *bool { return &ptr(c).ClientAuthServer }),
+		str("tls.client.trustCertPath", "", func(c *T) *string { return &ptr(c).ClientTrustCertPath }),
+	}
+}
+
 // tlsEnableField is tls.enable, RocketMQ's switch for the TLS of a
 // process's client connections (TlsSystemConfig reads it as a system
 // property; NettyClientConfig, which a broker.conf, a controller's file
@@ -108,11 +141,11 @@ func DialTLS(enable, mode string) bool {
 	return enable == "true"
 }
 
-// tlsFileFields are the keys RocketMQ reads from tls.config.file for a
-// server.
+// tlsFileFields are the keys RocketMQ reads from tls.config.file.
 var tlsFileFields = func() []field[TLS] {
 	var out []field[TLS]
-	for _, f := range tlsServerFields(func(t *TLS) *TLS { return t }) {
+	self := func(t *TLS) *TLS { return t }
+	for _, f := range append(tlsServerFields(self), tlsClientFields(self)...) {
 		if f.key != "tls.server.mode" && f.key != "tls.config.file" {
 			out = append(out, f)
 		}
@@ -124,9 +157,8 @@ var tlsFileFields = func() []field[TLS] {
 // as RocketMQ applies them over its system properties, and the keys the
 // file set. Without a file (ConfigFile empty or no such file) t is
 // returned as it is. A file that cannot be read or a value that does not
-// parse is an error naming the file and the key. The file's keys for
-// clients (tls.client.*) and the keys it cannot set (tls.server.mode,
-// tls.enable) are ignored.
+// parse is an error naming the file and the key. The keys it cannot set
+// (tls.server.mode, tls.enable) are ignored.
 func (t TLS) WithConfigFile() (TLS, []string, error) {
 	if t.ConfigFile == "" {
 		return t, nil, nil

@@ -10,12 +10,16 @@ import (
 )
 
 // RocketMQ's TLS property names work as keys, dots and all, in properties
-// files, flat YAML and nested YAML, for the broker and the name server.
+// files, flat YAML and nested YAML, for the broker, the name server and
+// the controller: the listener's (tls.server.*) and the client
+// connections' (tls.client.*).
 func TestTLSKeysLoad(t *testing.T) {
 	want := TLS{
 		Mode: TLSModeEnforcing, TestModeEnable: false, ConfigFile: "",
 		CertPath: "/c.pem", KeyPath: "/k.pem", KeyPassword: "pw",
 		NeedClientAuth: "require", AuthClient: true, TrustCertPath: "/ca.pem",
+		ClientCertPath: "/cc.pem", ClientKeyPath: "/ck.pem", ClientKeyPassword: "cpw",
+		ClientAuthServer: true, ClientTrustCertPath: "/cca.pem",
 	}
 	props := `tls.server.mode=enforcing
 tls.test.mode.enable=false
@@ -26,6 +30,11 @@ tls.server.keyPassword=pw
 tls.server.need.client.auth=require
 tls.server.authClient=true
 tls.server.trustCertPath=/ca.pem
+tls.client.certPath=/cc.pem
+tls.client.keyPath=/ck.pem
+tls.client.keyPassword=cpw
+tls.client.authServer=true
+tls.client.trustCertPath=/cca.pem
 `
 	flat := strings.NewReplacer("=", ": ").Replace(props)
 	flat = strings.Replace(flat, "tls.config.file: \n", "tls.config.file: \"\"\n", 1)
@@ -40,6 +49,12 @@ tls.server.trustCertPath=/ca.pem
         auth: require
     authClient: true
     trustCertPath: /ca.pem
+  client:
+    certPath: /cc.pem
+    keyPath: /ck.pem
+    keyPassword: cpw
+    authServer: true
+    trustCertPath: /cca.pem
   test:
     mode:
       enable: false
@@ -65,6 +80,13 @@ tls.server.trustCertPath=/ca.pem
 			}
 			if len(n.UnknownKeys) != 0 || !reflect.DeepEqual(n.Namesrv.TLS, want) {
 				t.Errorf("name server TLS %+v (unknown %v), want %+v", n.Namesrv.TLS, n.UnknownKeys, want)
+			}
+			c, err := LoadControllerFrom(testutil.WriteFile(t, f.name, f.text), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.UnknownKeys) != 0 || !reflect.DeepEqual(c.Controller.TLS, want) {
+				t.Errorf("controller TLS %+v (unknown %v), want %+v", c.Controller.TLS, c.UnknownKeys, want)
 			}
 		})
 	}
@@ -180,6 +202,10 @@ tls.server.trustCertPath=/from/ca.pem
 tls.server.mode=disabled
 tls.enable=true
 tls.client.keyPath=/client.key
+tls.client.certPath=/client.pem
+tls.client.keyPassword=cpw
+tls.client.authServer=true
+tls.client.trustCertPath=/client-ca.pem
 `)
 		got, set, err := in.WithConfigFile()
 		if err != nil {
@@ -187,11 +213,13 @@ tls.client.keyPath=/client.key
 		}
 		want := TLS{Mode: TLSModePermissive, TestModeEnable: false, ConfigFile: in.ConfigFile,
 			CertPath: "/from/file.pem", KeyPath: "/from/file.key", KeyPassword: "pw",
-			NeedClientAuth: "optional", AuthClient: true, TrustCertPath: "/from/ca.pem"}
+			NeedClientAuth: "optional", AuthClient: true, TrustCertPath: "/from/ca.pem",
+			ClientCertPath: "/client.pem", ClientKeyPath: "/client.key", ClientKeyPassword: "cpw",
+			ClientAuthServer: true, ClientTrustCertPath: "/client-ca.pem"}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("got %+v\nwant %+v", got, want)
 		}
-		if len(set) != 7 {
+		if len(set) != 12 {
 			t.Fatalf("keys set %v", set)
 		}
 	})

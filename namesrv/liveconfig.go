@@ -14,7 +14,6 @@ import (
 	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/logging"
-	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -56,7 +55,6 @@ func ConfigFrom(n configs.Namesrv, file string) Config {
 	cfg.DeleteTopicWithBrokerRegistration = n.DeleteTopicWithBrokerRegistration
 	cfg.KVConfigPath = n.KVConfigPath
 	cfg.TLS = n.TLS
-	cfg.ClientTLS = tlsconf.Client(n.DialTLS())
 	listenconf.Apply(&cfg.Remoting, n.Listener, n.ProxyProtocol)
 	cfg.Settings = &n
 	cfg.ConfigFile = file

@@ -62,9 +62,10 @@ type Config struct {
 	// last until the server stops.
 	ConfigFile string
 	// ClientTLS, when set, is the TLS of the connections the name server
-	// opens to brokers (its NOTIFY_MIN_BROKER_ID_CHANGE notices), as
-	// RocketMQ's NettyClientConfig useTLS (tls.enable) decides; nil is
-	// plaintext.
+	// opens to brokers (its NOTIFY_MIN_BROKER_ID_CHANGE notices); nil is
+	// plaintext. Left nil with Settings, NewServer builds it as RocketMQ's
+	// NettyClientConfig useTLS (Settings' tls.enable) decides, from TLS's
+	// tls.client.* keys.
 	ClientTLS *tls.Config
 }
 
@@ -129,6 +130,13 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 			return nil, err
 		}
 		cfg.Remoting.TLSMode, cfg.Remoting.TLS = mode, tc
+	}
+	if cfg.ClientTLS == nil && cfg.Settings != nil {
+		ct, err := tlsconf.Client("name server", configs.DialTLS(cfg.Settings.TLSEnable, cfg.TLS.Mode), cfg.TLS, log)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientTLS = ct
 	}
 	kv, err := OpenKVStore(cfg.KVConfigPath)
 	if err != nil {

@@ -108,6 +108,9 @@ func TestNameServerTLSStartErrors(t *testing.T) {
 		{map[string]string{"tls.server.certPath": "/nonexistent/c.pem", "tls.server.keyPath": "/nonexistent/k.pem"}, "tls.server.certPath"},
 		{map[string]string{"tls.server.mode": "enforcing", "tls.test.mode.enable": "false"}, "tls.server.certPath"},
 		{map[string]string{"tls.server.need.client.auth": "require", "tls.server.authClient": "true", "tls.server.trustCertPath": "/nonexistent/ca.pem"}, "tls.server.trustCertPath"},
+		// The client keys of the notices to brokers, dialed with TLS.
+		{map[string]string{"tls.enable": "true", "tls.client.certPath": "/nonexistent/c.pem", "tls.client.keyPath": "/nonexistent/k.pem"}, "tls.client.certPath"},
+		{map[string]string{"tls.enable": "true", "tls.client.authServer": "true", "tls.client.trustCertPath": "/nonexistent/ca.pem"}, "tls.client.trustCertPath"},
 	} {
 		set := configs.DefaultNamesrv()
 		tc.props["tls.config.file"] = ""

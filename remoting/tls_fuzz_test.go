@@ -234,7 +234,7 @@ func FuzzKeyFile(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, password string) {
-		if key, err := parsePrivateKeyPEM(data, password); err == nil && key == nil {
+		if key, err := parsePrivateKeyPEM(data, password, serverKeys.password); err == nil && key == nil {
 			t.Fatal("no error and no key")
 		}
 		_, _ = decryptPKCS8(data, []byte(password))

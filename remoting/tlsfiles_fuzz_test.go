@@ -52,7 +52,7 @@ func FuzzLoadKeyPair(f *testing.F) {
 				t.Fatalf("loaded a %T key that is not the certificate's", cert.PrivateKey)
 			}
 		}
-		if _, err := loadCertPool(certPath); err != nil && !strings.HasPrefix(err.Error(), "tls.server.trustCertPath") {
+		if _, err := loadCertPool(serverKeys.trust, certPath); err != nil && !strings.HasPrefix(err.Error(), "tls.server.trustCertPath") {
 			t.Fatalf("trust file error names no setting: %v", err)
 		}
 	})

@@ -120,6 +120,9 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if _, _, err := tlsconf.Listener("controller", loaded.Controller.TLS, zerolog.Nop()); err != nil {
 		return err
 	}
+	if _, err := tlsconf.Client("controller", loaded.Controller.DialTLS(), loaded.Controller.TLS, zerolog.Nop()); err != nil {
+		return err
+	}
 	return logging.PrintConfig(w, warnings, logging.Format(loaded.Controller.LogFormat), o.config,
 		loaded.UnknownKeys, loaded.InertKeys, loaded.Controller.Settings())
 }
@@ -141,15 +144,19 @@ func run(ctx context.Context, o options) error {
 	if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err != nil {
 		return err
 	}
+	// tls.enable (useTLS) and tls.client.*, as RocketMQ's
+	// ControllerStartup fills its NettyClientConfig from the same file.
+	clientTLS, err := tlsconf.Client("controller", set.DialTLS(), set.TLS, log)
+	if err != nil {
+		return err
+	}
 	opts := controller.Options{
 		Config:        controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
 		Settings:      configs.StandaloneControllerSettings(set),
 		Log:           log,
 		Metrics:       controller.MetricsFrom(set.Controller, log),
 		ExtraSettings: controller.MetricsSettings(set.Controller),
-		// tls.enable (useTLS), as RocketMQ's ControllerStartup fills its
-		// NettyClientConfig from the same file.
-		ClientTLS: tlsconf.Client(set.DialTLS()),
+		ClientTLS:     clientTLS,
 	}
 	if o.config != "" {
 		opts.Persist = func(m map[string]string) error { return configs.PersistControllerSettings(o.config, m) }

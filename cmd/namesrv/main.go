@@ -18,6 +18,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -132,6 +133,9 @@ func printConfig(w, warnings io.Writer, o options) error {
 	if _, _, err := tlsconf.Listener("name server", loaded.Namesrv.TLS, zerolog.Nop()); err != nil {
 		return err
 	}
+	if _, err := tlsconf.Client("name server", loaded.Namesrv.DialTLS(), loaded.Namesrv.TLS, zerolog.Nop()); err != nil {
+		return err
+	}
 	if o.namesrvAddr != "" {
 		fmt.Fprintln(warnings, "namesrv:", ignoredNamesrvAddr)
 	}
@@ -170,7 +174,14 @@ func run(ctx context.Context, o options) error {
 		listenconf.Apply(&rs, set.Listener, set.ProxyProtocol)
 		// RocketMQ's TLS settings are the process's: the controller's
 		// listener takes the name server's.
+		var clientTLS *tls.Config
 		if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err == nil {
+			// The name server's tls.enable (useTLS) and tls.client.*:
+			// RocketMQ hands the name server's NettyClientConfig to its
+			// controller.
+			clientTLS, err = tlsconf.Client("controller", set.DialTLS(), set.TLS, log)
+		}
+		if err == nil {
 			opts := controller.Options{
 				Config:   controller.ConfigFrom(set.Controller, set.ScanNotActiveBrokerInterval, set.ConfigBlackList),
 				Settings: configs.NamesrvControllerSettings(set),
@@ -179,9 +190,7 @@ func run(ctx context.Context, o options) error {
 				// metrics keys of its file are the embedded controller's.
 				Metrics:       controller.MetricsFrom(set.Controller, log),
 				ExtraSettings: controller.MetricsSettings(set.Controller),
-				// The name server's tls.enable (useTLS): RocketMQ hands
-				// the name server's NettyClientConfig to its controller.
-				ClientTLS: tlsconf.Client(set.DialTLS()),
+				ClientTLS:     clientTLS,
 			}
 			if o.config != "" {
 				opts.Persist = func(m map[string]string) error { return configs.PersistNamesrvSettings(o.config, m) }

@@ -45,15 +45,42 @@ func Listener(who string, set configs.TLS, log zerolog.Logger) (remoting.TLSMode
 }
 
 // Client is the TLS of a process's client connections (to name servers,
-// controllers, brokers) as RocketMQ's NettyClientConfig decides it: nil
-// (plaintext) unless dial, which callers take from tls.enable
-// (configs.DialTLS). As RocketMQ's client without tls.client.authServer,
-// which rocketkv does not read, the server's certificate is not verified;
-// no client certificate is sent (tls.client.certPath and keyPath are not
-// read either).
-func Client(dial bool) *tls.Config {
+// controllers, brokers) as RocketMQ's NettyClientConfig and TlsHelper
+// decide it: nil (plaintext) unless dial, which callers take from
+// tls.enable (configs.DialTLS); otherwise set's tls.client.* keys, with
+// the keys of tls.config.file applied over them as Listener applies them:
+// the certificate presented when a server asks for one
+// (tls.client.certPath, keyPath, keyPassword) and whether the server's
+// certificate is verified (tls.client.authServer, against
+// tls.client.trustCertPath or the system's roots). A file that cannot be
+// loaded is an error naming its key; who ("broker", "name server")
+// starts its message, and the configuration in force is logged.
+//
+// RocketMQ ignores the client keys under tls.test.mode.enable (its
+// default); rocketkv uses them whenever they are set, as it uses
+// tls.server.certPath in test mode.
+func Client(who string, dial bool, set configs.TLS, log zerolog.Logger) (*tls.Config, error) {
 	if !dial {
-		return nil
+		return nil, nil
 	}
-	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // RocketMQ's default: tls.client.authServer=false
+	t, fromFile, err := set.WithConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("%s client TLS: %w", who, err)
+	}
+	cfg, err := remoting.NewClientTLSConfig(remoting.ClientTLSOptions{
+		CertPath:      t.ClientCertPath,
+		KeyPath:       t.ClientKeyPath,
+		KeyPassword:   t.ClientKeyPassword,
+		AuthServer:    t.ClientAuthServer,
+		TrustCertPath: t.ClientTrustCertPath,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s client TLS: %w", who, err)
+	}
+	ev := log.Info().Str("tls", remoting.DescribeClientTLS(cfg))
+	if len(fromFile) > 0 {
+		ev = ev.Str("file", t.ConfigFile)
+	}
+	ev.Msg("client connections over TLS")
+	return cfg, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -48,6 +49,51 @@ func TestListener(t *testing.T) {
 			t.Errorf("%s: mode %v, config %v; want %v, config %v", tc.name, mode, cfg != nil, tc.wantMode, tc.wantCfg)
 		case cfg != nil && len(cfg.Certificates) == 0 && cfg.GetCertificate == nil:
 			t.Errorf("%s: a TLS configuration without a certificate", tc.name)
+		}
+	}
+}
+
+// Client builds nothing unless the process dials with TLS, and otherwise
+// reads tls.client.* with tls.config.file's keys winning, as Listener
+// reads tls.server.*.
+func TestClient(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	cert, key := pki.Issue(t, "client")
+	missing := filepath.Join(t.TempDir(), "missing.pem")
+	fromFile := testutil.WriteFile(t, "tls.properties", "tls.client.certPath="+cert+"\ntls.client.keyPath="+key+
+		"\ntls.client.authServer=true\ntls.client.trustCertPath="+pki.CAPath+"\n")
+	badFile := testutil.WriteFile(t, "bad.properties", "tls.client.keyPath="+missing+"\n")
+	for _, tc := range []struct {
+		name       string
+		dial       bool
+		set        configs.TLS
+		wantCfg    bool
+		wantCert   bool
+		wantVerify bool
+		wantErr    string
+	}{
+		{name: "not dialing TLS", set: configs.TLS{ClientCertPath: missing, ClientKeyPath: missing}},
+		{name: "RocketMQ's default", dial: true, wantCfg: true},
+		{name: "keys", dial: true, set: configs.TLS{ClientCertPath: cert, ClientKeyPath: key}, wantCfg: true, wantCert: true},
+		{name: "keys from tls.config.file", dial: true, set: configs.TLS{ConfigFile: fromFile},
+			wantCfg: true, wantCert: true, wantVerify: true},
+		{name: "tls.config.file wins", dial: true, set: configs.TLS{ClientCertPath: cert, ClientKeyPath: key, ConfigFile: badFile},
+			wantErr: "tls.client.keyPath"},
+		{name: "a key that is not there", dial: true, set: configs.TLS{ClientCertPath: cert, ClientKeyPath: missing},
+			wantErr: "broker client TLS: tls.client.keyPath"},
+	} {
+		cfg, err := Client("broker", tc.dial, tc.set, zerolog.Nop())
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case (cfg != nil) != tc.wantCfg:
+			t.Errorf("%s: config %v, want %v", tc.name, cfg != nil, tc.wantCfg)
+		case cfg != nil && ((cfg.GetClientCertificate != nil) != tc.wantCert || (cfg.VerifyConnection != nil) != tc.wantVerify):
+			t.Errorf("%s: %s; want certificate %v, verified %v", tc.name, remoting.DescribeClientTLS(cfg), tc.wantCert, tc.wantVerify)
 		}
 	}
 }
