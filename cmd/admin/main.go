@@ -106,9 +106,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/rocketkv/rocketkv/acl"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -137,9 +140,13 @@ type globals struct {
 	// accessKey and secretKey sign every request for a broker with the
 	// ACL on (mqadmin takes them from conf/tools.yml).
 	accessKey, secretKey string
-	// tls dials TLS, without verifying the server's certificate, as
-	// RocketMQ's clients do (tls.enable).
-	tls bool
+	// tls dials TLS (tls.enable), with the tls.client.* keys of
+	// tlsConfigFile (tls.config.file) as RocketMQ's tools read them:
+	// without them the server's certificate is not verified and none is
+	// presented. clientTLS is what they build, before the command runs.
+	tls           bool
+	tlsConfigFile string
+	clientTLS     *tls.Config
 }
 
 // clientOptions are the options of every connection the tool opens.
@@ -147,7 +154,7 @@ func (g *globals) clientOptions() remoting.ClientOptions {
 	o := remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
 		cmp.Or(g.accessKey, os.Getenv(acl.EnvAccessKey)), cmp.Or(g.secretKey, os.Getenv(acl.EnvSecretKey)))}
 	if g.tls {
-		o.TLS = &tls.Config{InsecureSkipVerify: true} // #nosec G402 -- RocketMQ's clients do not verify either
+		o.TLS = g.clientTLS
 	}
 	return o
 }
@@ -170,13 +177,19 @@ func newRoot(out io.Writer) *cobra.Command {
 		Short:         "administer rocketkv brokers and name servers",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(*cobra.Command, []string) (err error) {
+			g.clientTLS, err = tlsconf.Client("admin", g.tls, configs.TLS{ConfigFile: g.tlsConfigFile}, zerolog.Nop())
+			return err
+		},
 	}
 	root.SetOut(out)
 	pf := root.PersistentFlags()
 	pf.StringVarP(&g.namesrv, "namesrv", "n", cmp.Or(os.Getenv(namesrvAddrEnv), defaultNamesrv),
 		"name server address; several separated by ';' as mqadmin's (tried in turn); without -n, $"+namesrvAddrEnv+" as mqadmin's, else "+defaultNamesrv)
 	pf.DurationVar(&g.timeout, "timeout", 60*time.Second, "timeout of one request")
-	pf.BoolVar(&g.tls, "tls", false, "connect with TLS (certificates not verified, as RocketMQ's clients), for servers with tls.server.mode=enforcing")
+	pf.BoolVar(&g.tls, "tls", false, "connect with TLS, for servers with tls.server.mode=enforcing (certificates not verified and none presented unless --tls-config-file says otherwise)")
+	pf.StringVar(&g.tlsConfigFile, "tls-config-file", configs.DefaultTLSConfigFile,
+		"with --tls: a properties file (tls.config.file) whose tls.client.* keys give the certificate to present and tls.client.authServer; skipped when absent")
 	pf.StringVar(&g.accessKey, "access-key", "", "ACL account to sign requests as (default $ROCKETKV_ACCESS_KEY)")
 	pf.StringVar(&g.secretKey, "secret-key", "", "the account's secret key (default $ROCKETKV_SECRET_KEY, which keeps it off the command line)")
 	root.AddCommand(cloneGroupOffsetCmd(g), createTopicsCmd(g), updateTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),

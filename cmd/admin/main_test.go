@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/broker"
 	"github.com/rocketkv/rocketkv/internal/clustertest"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // startCluster runs a name server and a broker in process.
@@ -281,6 +282,40 @@ func TestTLSFlag(t *testing.T) {
 	}
 	if out, err := run(t, "brokerStatus", "-b", b.Addr(), "--tls"); err != nil || !strings.Contains(out, "brokerVersion") {
 		t.Fatalf("with --tls: %v\n%s", err, out)
+	}
+}
+
+// --tls-config-file gives --tls the tls.client.* keys of a tls.config.file:
+// the certificate a broker requiring client certificates wants, and
+// tls.client.authServer's check of the broker's own.
+func TestTLSConfigFileFlag(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	brokerCert, brokerKey := pki.Issue(t, "broker")
+	adminCert, adminKey := pki.Issue(t, "admin")
+	_, b := startClusterWith(t, map[string]string{"tls.server.mode": "enforcing", "tls.config.file": "",
+		"tls.server.certPath": brokerCert, "tls.server.keyPath": brokerKey,
+		"tls.server.need.client.auth": "require", "tls.server.authClient": "true", "tls.server.trustCertPath": pki.CAPath})
+	file := func(lines string) string { return testutil.WriteFile(t, "tls.properties", lines) }
+	keys := "tls.client.certPath=" + adminCert + "\ntls.client.keyPath=" + adminKey + "\n"
+	for _, tc := range []struct {
+		name    string
+		file    string
+		wantErr string // empty: served
+	}{
+		{"the CA's certificate", file(keys), ""},
+		{"and the broker's verified", file(keys + "tls.client.authServer=true\ntls.client.trustCertPath=" + pki.CAPath + "\n"), ""},
+		{"no file, no certificate", filepath.Join(t.TempDir(), "absent.properties"), "certificate required"},
+		{"the broker's certificate not trusted", file(keys + "tls.client.authServer=true\ntls.client.trustCertPath=" + testutil.NewPKI(t).CAPath + "\n"),
+			"tls.client.authServer"},
+		{"a certificate that is not there", file("tls.client.certPath=/nonexistent/c.pem\ntls.client.keyPath=" + adminKey + "\n"), "tls.client.certPath"},
+	} {
+		out, err := run(t, "brokerStatus", "-b", b.Addr(), "--tls", "--tls-config-file", tc.file, "--timeout", "5s")
+		switch {
+		case tc.wantErr == "" && (err != nil || !strings.Contains(out, "brokerVersion")):
+			t.Errorf("%s: %v\n%s", tc.name, err, out)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: error %v, want one with %q", tc.name, err, tc.wantErr)
+		}
 	}
 }
 

@@ -40,6 +40,8 @@ check-rocketmq finds a store a broker would refuse, 2 on errors.`,
 	pf.StringVar(&o.commitLog, "commitlog", "", "CommitLog segment directory (storePathCommitLog) when it is not <store>/commitlog")
 	pf.StringVar(&o.broker, "broker", "", "read a checkpoint of the running broker at host:port (kvdump must run on its machine)")
 	pf.BoolVar(&o.tls, "tls", false, "with --broker: connect with TLS (for tls.server.mode=enforcing)")
+	pf.StringVar(&o.tlsConfigFile, "tls-config-file", configs.DefaultTLSConfigFile,
+		"with --tls: a properties file (tls.config.file) whose tls.client.* keys give the certificate to present and tls.client.authServer; skipped when absent")
 	pf.StringVar(&o.accessKey, "access-key", "", "with --broker and the ACL on: the account to sign as (default $"+acl.EnvAccessKey+")")
 	pf.StringVar(&o.secretKey, "secret-key", "", "with --broker: the account's secret key (default $"+acl.EnvSecretKey+")")
 	pf.StringVar(&o.checkpointDir, "checkpoint-dir", "", "with --broker: directory the broker writes the checkpoint to, inside its indexCheckpointDir (default: a new one there)")

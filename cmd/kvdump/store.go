@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -31,8 +32,11 @@ type globalOptions struct {
 	// accessKey and secretKey sign the checkpoint request for a broker
 	// with the ACL on.
 	accessKey, secretKey string
-	// tls dials the broker with TLS (certificates not verified).
-	tls bool
+	// tls dials the broker with TLS, with the tls.client.* keys of
+	// tlsConfigFile (tls.config.file); without them the broker's
+	// certificate is not verified and none is presented.
+	tls           bool
+	tlsConfigFile string
 	// storeSet is true when --store was given explicitly.
 	storeSet bool
 	// commitLog is --commitlog: the CommitLog segment directory
@@ -199,8 +203,8 @@ func requestCheckpoint(ctx context.Context, o *globalOptions, addr, dir string, 
 	defer cancel()
 	opts := remoting.ClientOptions{BeforeRequest: acl.RequestSigner(
 		cmp.Or(o.accessKey, os.Getenv(acl.EnvAccessKey)), cmp.Or(o.secretKey, os.Getenv(acl.EnvSecretKey)))}
-	if o.tls {
-		opts.TLS = &tls.Config{InsecureSkipVerify: true} // #nosec G402 -- RocketMQ's clients do not verify either
+	if opts.TLS, err = tlsconf.Client("kvdump", o.tls, configs.TLS{ConfigFile: o.tlsConfigFile}, zerolog.Nop()); err != nil {
+		return "", "", "", err
 	}
 	// A broker stopping gracefully answers GO_AWAY: the request goes once
 	// more on a new connection, as RocketMQ's clients send it
