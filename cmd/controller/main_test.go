@@ -179,4 +179,11 @@ func TestPrintAndBadConfig(t *testing.T) {
 	if _, err := execute(t, "--set", "electMasterMaxRetryCount=0"); err == nil || !strings.Contains(err.Error(), "electMasterMaxRetryCount") {
 		t.Fatalf("bad retry count: %v", err)
 	}
+	// The client certificate of its notices and raft connections, dialed
+	// with TLS (tls.enable), is loaded at start: -p refuses one missing.
+	missing := t.TempDir() + "/missing.pem"
+	if _, err := execute(t, "-p", "--set", "controllerDLegerPeers=n0-127.0.0.1:9878", "--self-id", "n0", "--set", "tls.enable=true",
+		"--set", "tls.config.file=", "--set", "tls.client.certPath="+missing, "--set", "tls.client.keyPath="+missing); err == nil || !strings.Contains(err.Error(), "tls.client.certPath") {
+		t.Fatalf("a missing client certificate: %v, want an error naming tls.client.certPath", err)
+	}
 }

@@ -244,6 +244,11 @@ func TestPrintConfigRefusesATLSCertificateItCannotLoad(t *testing.T) {
 	if _, err := execute(t, "-p", "--set", "tls.server.mode=enforcing"); err != nil {
 		t.Fatalf("-p with the test mode's certificate: %v", err)
 	}
+	// The client certificate of the connections it dials with TLS too.
+	if _, err := execute(t, "-p", "--set", "tls.enable=true", "--set", "tls.config.file=", "--set", "tls.client.certPath="+missing,
+		"--set", "tls.client.keyPath="+missing); err == nil || !strings.Contains(err.Error(), "tls.client.certPath") {
+		t.Fatalf("-p with a missing client certificate: %v, want an error naming tls.client.certPath", err)
+	}
 }
 
 // mqnamesrv's command line works unchanged: its long option names, and
