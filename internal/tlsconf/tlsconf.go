@@ -1,5 +1,6 @@
-// Package tlsconf builds a server's TLS from RocketMQ's tls.* keys, for
-// the broker and the name server alike.
+// Package tlsconf builds a process's TLS from RocketMQ's tls.* keys, for
+// the broker, the name server, the controller and the tools alike: its
+// listener's (tls.server.*) and its client connections' (tls.client.*).
 package tlsconf
 
 import (
