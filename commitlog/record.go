@@ -630,3 +630,15 @@ func AppendWithProperties(dst, rec []byte, props string) ([]byte, error) {
 	binary.BigEndian.PutUint32(dst[start+posTotalSize:], uint32(len(dst)-start))
 	return dst, nil
 }
+
+// PatchPreparedTransactionOffset overwrites the PreparedTransactionOffset
+// field of the encoded record rec (its place depends on the host widths).
+// Errors are Decode's.
+func PatchPreparedTransactionOffset(rec []byte, off int64) error {
+	l, err := parse(rec)
+	if err != nil {
+		return err
+	}
+	binary.BigEndian.PutUint64(rec[l.prepared:], uint64(off))
+	return nil
+}
