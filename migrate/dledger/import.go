@@ -300,6 +300,13 @@ func copyEntries(ctx context.Context, r *Reader, w *logWriter, offsets *offsetMa
 		if err == nil && int(n) != len(e.Body) {
 			err = fmt.Errorf("%w: the entry body holds %d bytes, its record %d", commitlog.ErrCorrupt, len(e.Body), n)
 		}
+		if err == nil && r.AtEnd() && e.Body[len(e.Body)-1] == 0 {
+			// The log's last record ends in zeros: its properties (or
+			// topic), which never end in a zero byte, were not all
+			// written when the broker died. Its lengths and body CRC
+			// cannot tell.
+			err = fmt.Errorf("%w: the record's last bytes are zeros", commitlog.ErrTruncated)
+		}
 		if err != nil {
 			if r.AtEnd() {
 				r.MarkTorn(e, "its message record does not hold: "+err.Error())
