@@ -28,6 +28,9 @@
 //	compare-cq compares a double-write store's Pebble and file
 //	          ConsumeQueues (--topic, --from); exit status 1 when they
 //	          differ (stopped stores only)
+//	import-dledger writes the messages of a RocketMQ store of DLedger
+//	          mode (enableDLegerCommitLog) into a new rocketkv store
+//	          (--out), queue offsets kept
 //
 // Output is an aligned table, or with --json one JSON object per line.
 // Large ranges stream: nothing is loaded whole.

@@ -65,6 +65,7 @@ check-rocketmq finds a store a broker would refuse, 2 on errors.`,
 		txnCommand(o),
 		timerCommand(o),
 		exportCommand(o),
+		importDLedgerCommand(o),
 		rocketmqCheckCommand(o),
 		rocksDBCommand(o),
 	)

@@ -196,6 +196,7 @@ type Record struct {
 	Topic             string
 	QueueID           int32
 	QueueOffset       int64
+	SysFlag           int32
 	Body              []byte
 }
 
@@ -237,7 +238,7 @@ func FromRocketMQ(t testing.TB, src, dst, selfID string, log *Log) []Record {
 		off := log.AppendRecord(rec)
 		moved[e.Offset] = off
 		recs = append(recs, Record{RocketMQ: e.Offset, DLedger: off, Size: e.Size, Topic: m.Topic, QueueID: m.QueueID,
-			QueueOffset: m.QueueOffset, Body: m.Body})
+			QueueOffset: m.QueueOffset, SysFlag: m.SysFlag, Body: m.Body})
 	}
 	log.Write(t, dst, selfID)
 	copyTree(t, filepath.Join(src, "config"), filepath.Join(dst, "config"), nil)
