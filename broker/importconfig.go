@@ -45,7 +45,9 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 	if err := rmqconfig.CheckPopState(root); err != nil {
 		return false, fmt.Errorf("import the RocketMQ store %s: %w", root, err)
 	}
-	if err := refuseDLedgerStore(root); err != nil {
+	// A store of DLedger mode keeps its messages where the CommitLog
+	// does not read: served as it is, its offsets would stand over none.
+	if err := dledger.RefuseDLedgerStore(root); err != nil {
 		return false, err
 	}
 	c, err := rmqconfig.ReadWith(root, rmqconfig.ReadOptions{LMQ: lmq})
@@ -875,24 +877,3 @@ const withoutCQDeletedTopics = "in the RocketMQ store: its first open found no c
 	"a topic named above as having no topic config may be one, its deleted messages rebuilt from the CommitLog into its queues; " +
 	"it stays unrouted, and a topic created under its name would serve them; drop such queues with mqadmin cleanUnusedTopic " +
 	"(every topic without a config; RocketMQ's RocksDB ConsumeQueue drops them itself within the hour) or create the topics whose config was lost"
-
-// refuseDLedgerStore refuses the first open of a RocketMQ store of DLedger
-// mode (enableDLegerCommitLog): its messages are in dledger-<selfId>/data,
-// which the CommitLog does not read, so the broker would serve its config
-// and queue offsets over none of them. bin/kvdump import-dledger writes
-// them into a new store.
-func refuseDLedgerStore(root string) error {
-	dir, ok, err := dledger.FindDataDir(root)
-	if err != nil {
-		return fmt.Errorf("import the RocketMQ store %s: %w", root, err)
-	}
-	if !ok {
-		return nil
-	}
-	has, err := dledger.HasData(dir)
-	if err != nil || !has {
-		return err
-	}
-	return fmt.Errorf("the RocketMQ store %s ran in DLedger mode (enableDLegerCommitLog): its messages are in %s, which rocketkv's CommitLog does not read; "+
-		"write them into a new store with `bin/kvdump --store %s import-dledger --out NEWDIR` and start the broker on NEWDIR", root, dir, root)
-}

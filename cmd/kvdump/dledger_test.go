@@ -117,3 +117,15 @@ func TestImportDLedgerJSON(t *testing.T) {
 		t.Fatalf("without --out: %v", err)
 	}
 }
+
+// check-rocketmq names a DLedger store as one a broker refuses, with the
+// import to run.
+func TestCheckRocketMQRefusesADLedgerStore(t *testing.T) {
+	src := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	root := filepath.Join(t.TempDir(), "dledger-store")
+	dledgertest.FromRocketMQ(t, src, root, "n0", dledgertest.NewLog(16384, 0, 0))
+	out, _, err := runKvdump(t, "--store", root, "check-rocketmq")
+	if err == nil || exitStatus(err) != exitDifferences || !strings.Contains(out, "import-dledger") {
+		t.Fatalf("check-rocketmq of a DLedger store: %v\n%s", err, out)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/dledger"
 	"github.com/rocketkv/rocketkv/migrate/filecq"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/migrate/rocksdbcq"
@@ -174,6 +175,9 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 	}
 	if fi, err := os.Stat(filepath.Join(root, kvindex.DirName)); err == nil && fi.IsDir() {
 		r.Opened = true
+	}
+	if err := dledger.RefuseDLedgerStore(root); err != nil {
+		r.Refusals = append(r.Refusals, err.Error())
 	}
 	if segDir == "" {
 		segDir = commitlog.SegmentDirOf(root)

@@ -109,6 +109,26 @@ func HasData(dataDir string) (bool, error) {
 	return false, nil
 }
 
+// RefuseDLedgerStore returns an error, naming the import, when the
+// RocketMQ store at root ran in DLedger mode (its dledger-*/data holds
+// files): its messages are not in commitlog/, so a broker opening it as
+// it is would serve its config and queue offsets over none of them.
+func RefuseDLedgerStore(root string) error {
+	dir, ok, err := FindDataDir(root)
+	if err != nil {
+		return fmt.Errorf("the RocketMQ store %s: %w", root, err)
+	}
+	if !ok {
+		return nil
+	}
+	has, err := HasData(dir)
+	if err != nil || !has {
+		return err
+	}
+	return fmt.Errorf("the RocketMQ store %s ran in DLedger mode (enableDLegerCommitLog): its messages are in %s, which rocketkv's CommitLog does not read; "+
+		"write them into a new store with `bin/kvdump --store %s import-dledger --out NEWDIR` and start the broker on NEWDIR", root, dir, root)
+}
+
 // Import copies the messages of a RocketMQ DLedger CommitLog into a new
 // rocketkv store at o.Out: each message's RocketMQ record as it was
 // stored (topic, queue id, queue offset, store time, properties), laid out
