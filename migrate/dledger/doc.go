@@ -58,9 +58,10 @@
 // # Versions
 //
 // The entry, blank and index layouts above are the same in DLedger 0.1
-// (RocketMQ 4.5), 0.2.x (4.6 to 4.9.4), 0.3.1 and 0.3.1.2 (4.9.5 on, 5.x
-// up to 5.3.4) and on its master branch. Those versions accept magic 1
-// only; the master branch adds NOOP and CONFIG_CHANGE entries, a first
-// file whose head is a blank (after a snapshot trims the log) and blanks
-// shorter than the rest of a file (honoured here by their length).
+// (RocketMQ 4.5.1 to 4.7.x), 0.2.2 to 0.2.6 (4.8.0 to 4.9.4), 0.3.1 (5.0,
+// 5.1.0) and 0.3.1.2 (4.9.5 on, 5.1.1 to 5.3.4), and on its master branch. The
+// released versions write and accept magic 1 only; the master branch also
+// accepts NOOP and CONFIG_CHANGE entries and may leave a first file made
+// of blanks (after a snapshot trims the log), whose blanks are read here
+// by their length. The checkpoint's properties are the same throughout.
 package dledger
