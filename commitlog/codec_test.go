@@ -645,3 +645,31 @@ func TestDecodeReadsAnEmptyTopicThatEncodeRefuses(t *testing.T) {
 		t.Fatalf("re-encode: %v, want ErrTopicTooLong", err)
 	}
 }
+
+// PatchPreparedTransactionOffset writes the field where Decode reads it,
+// behind hosts of either width, and leaves every other field alone.
+func TestPatchPreparedTransactionOffset(t *testing.T) {
+	for _, hosts := range [][2]string{{"10.0.0.1:1", "10.0.0.2:2"}, {"[2001:db8::1]:1", "[2001:db8::2]:2"}} {
+		m := &Message{Topic: "T", QueueID: 2, QueueOffset: 7, PhyOffset: 99, SysFlag: TransactionCommit,
+			BornHost: netip.MustParseAddrPort(hosts[0]), StoreHost: netip.MustParseAddrPort(hosts[1]),
+			PreparedTransactionOffset: 1234, Body: []byte("body"), Properties: "UNIQ_KEY\x01u"}
+		rec, err := AppendRecord(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := PatchPreparedTransactionOffset(rec, 5678); err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeWith(rec, DecodeOptions{VerifyCRC: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.PreparedTransactionOffset != 5678 || got.PhyOffset != 99 || got.QueueOffset != 7 || got.BornHost != m.BornHost ||
+			got.StoreHost != m.StoreHost || string(got.Body) != "body" || got.Properties != m.Properties {
+			t.Fatalf("hosts %v: %+v", hosts, got)
+		}
+	}
+	if err := PatchPreparedTransactionOffset([]byte{1, 2, 3}, 1); err == nil {
+		t.Fatal("a short record patched")
+	}
+}

@@ -113,8 +113,8 @@ func translateQueue(src, dst string, offsets *offsetMap, firstOld, oldEnd int64)
 			}
 			binary.BigEndian.PutUint64(u, uint64(to))
 		}
-		if err := os.WriteFile(filepath.Join(dst, name), b, 0o644); err != nil {
-			return files, cut, fmt.Errorf("import dledger: %w", err)
+		if err := writeFileSync(filepath.Join(dst, name), b); err != nil {
+			return files, cut, err
 		}
 		files++
 	}

@@ -109,11 +109,19 @@ func HasData(dataDir string) (bool, error) {
 	return false, nil
 }
 
+// IncompleteMarker is the file an import keeps in its output until it is
+// complete.
+const IncompleteMarker = "dledger-import.incomplete"
+
 // RefuseDLedgerStore returns an error, naming the import, when the
 // RocketMQ store at root ran in DLedger mode (its dledger-*/data holds
 // files): its messages are not in commitlog/, so a broker opening it as
-// it is would serve its config and queue offsets over none of them.
+// it is would serve its config and queue offsets over none of them. It
+// refuses too the output of an import that did not finish.
 func RefuseDLedgerStore(root string) error {
+	if _, err := os.Stat(filepath.Join(root, IncompleteMarker)); err == nil {
+		return fmt.Errorf("%s is the output of a kvdump import-dledger that did not finish (%s): delete it and import again", root, IncompleteMarker)
+	}
 	dir, ok, err := FindDataDir(root)
 	if err != nil {
 		return fmt.Errorf("the RocketMQ store %s: %w", root, err)
@@ -177,6 +185,13 @@ func Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
 	}
 	res.FileSize = r.FileSize()
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return res, fmt.Errorf("import dledger: %w", err)
+	}
+	// Until the import is complete, a broker refuses the output
+	// (RefuseDLedgerStore): a store cut short would open without some of
+	// its messages, queues or config.
+	marker := filepath.Join(o.Out, IncompleteMarker)
+	if err := os.WriteFile(marker, []byte("bin/kvdump import-dledger from "+dataDir+" has not finished\n"), 0o644); err != nil {
 		return res, fmt.Errorf("import dledger: %w", err)
 	}
 	offsets, err := newOffsetMap(filepath.Join(o.Out, "dledger-import-offsets.tmp"))
@@ -247,6 +262,12 @@ func Import(ctx context.Context, o ImportOptions) (ImportResult, error) {
 	}
 	if err := offsets.remove(); err != nil {
 		return res, err
+	}
+	if err := syncDir(o.Out); err != nil {
+		return res, err
+	}
+	if err := os.Remove(marker); err != nil {
+		return res, fmt.Errorf("import dledger: %w", err)
 	}
 	for _, wmsg := range res.Warnings {
 		log.Warn().Msg(wmsg)

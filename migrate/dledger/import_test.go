@@ -138,6 +138,12 @@ func TestImportKeepsEveryMessageAndItsQueueOffset(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(out, "dledger-import-offsets.tmp")); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("the offset map is left behind: %v", err)
 			}
+			if err := RefuseDLedgerStore(out); err != nil {
+				t.Fatalf("the output of a complete import is refused: %v", err)
+			}
+			if err := RefuseDLedgerStore(root); err == nil {
+				t.Fatal("the DLedger store itself is not refused")
+			}
 		})
 	}
 }
@@ -233,13 +239,17 @@ func TestImportRefusesADamagedRecord(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	bodyAt := at + HeaderSize + int64(bytes.Index(b[at+HeaderSize:at+HeaderSize+int64(r.Size)], r.Body))
 	patch(t, path, bodyAt, []byte{b[bodyAt] ^ 1})
-	_, _, err := importTo(t, root)
+	out, _, err := importTo(t, root)
 	var pe *PosError
 	if !errors.Is(err, commitlog.ErrCRC) || !errors.As(err, &pe) || pe.File != path || pe.At != at {
 		t.Fatalf("err %v, want a CRC error naming %s at %d", err, path, at)
 	}
 	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "at byte "+strconv.FormatInt(at, 10)) {
 		t.Fatalf("err %q does not name the file and the byte", err)
+	}
+	// What the import left is refused by a broker.
+	if err := RefuseDLedgerStore(out); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Fatalf("the output of a failed import: %v, want it refused", err)
 	}
 }
 

@@ -241,3 +241,42 @@ func copyFile(from, to string) (err error) {
 	}
 	return out.Sync()
 }
+
+// writeFileSync writes a new file and syncs it.
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("import dledger: %w", err)
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("import dledger: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir syncs the directories of the tree at root, so that the files
+// the import created are there after a crash.
+func syncDir(root string) error {
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		return errors.Join(err, f.Close())
+	})
+	if err != nil {
+		return fmt.Errorf("import dledger: sync %s: %w", root, err)
+	}
+	return nil
+}
