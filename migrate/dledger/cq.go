@@ -109,7 +109,9 @@ func translateQueue(src, dst string, offsets *offsetMap, firstOld, oldEnd int64)
 			}
 			to, ok := offsets.find(phy)
 			if !ok {
-				return files, cut, fmt.Errorf("import dledger: consumequeue file %s, unit %d: offset %d, where no message of the DLedger log begins", path, i/filecq.UnitSize, phy)
+				return files, cut, fmt.Errorf("import dledger: consumequeue file %s, unit %d: offset %d, where no message of the DLedger log begins "+
+					"(move the store's consumequeue/ aside to import without it: the queues are rebuilt from the messages, "+
+					"and a queue whose messages retention had all deleted restarts at 0)", path, i/filecq.UnitSize, phy)
 			}
 			binary.BigEndian.PutUint64(u, uint64(to))
 		}

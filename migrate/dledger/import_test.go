@@ -308,3 +308,30 @@ func TestImportReportsEntriesPastTheCommittedIndex(t *testing.T) {
 		t.Fatalf("two dledger directories: %v", err)
 	}
 }
+
+// A consumequeue unit naming an offset inside the log where no message
+// begins is an error naming the file, with the way out.
+func TestImportRefusesAConsumeQueueUnitOffTheMessages(t *testing.T) {
+	root, recs := dledgerFixture(t, 0)
+	cq := filepath.Join(root, "consumequeue", recs[0].Topic, strconv.Itoa(int(recs[0].QueueID)))
+	ents, err := os.ReadDir(cq)
+	if err != nil || len(ents) == 0 {
+		t.Fatalf("queue dir of the first record: %v", err)
+	}
+	path := filepath.Join(cq, ents[0].Name())
+	b, _ := os.ReadFile(path)
+	at := -1
+	for i := 0; i+20 <= len(b); i += 20 {
+		if int64(binary.BigEndian.Uint64(b[i:])) == recs[0].DLedger && binary.BigEndian.Uint32(b[i+8:]) > 0 {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no unit of the first record in %s", path)
+	}
+	patch(t, path, int64(at), binary.BigEndian.AppendUint64(nil, uint64(recs[0].DLedger+1)))
+	_, _, err = importTo(t, root)
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move the store's consumequeue/ aside") {
+		t.Fatalf("err %v, want one naming %s", err, path)
+	}
+}
