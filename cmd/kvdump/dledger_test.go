@@ -49,10 +49,18 @@ func pullAll(t *testing.T, c *remoting.Client, topic string, qid int32) []commit
 // writes them) is imported, a broker starts on the result, and consumers
 // find every message at the queue offset it had, their committed offsets
 // where RocketMQ kept them.
+// The DLedger log starts at 0, or two files later (as after retention
+// deleted its first files, the entries numbered on).
 func TestImportDLedgerThenServe(t *testing.T) {
+	for _, start := range []int64{0, 2 * 16384} {
+		t.Run("log from "+strconv.FormatInt(start, 10), func(t *testing.T) { importThenServe(t, start) })
+	}
+}
+
+func importThenServe(t *testing.T, start int64) {
 	src := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
 	root := filepath.Join(t.TempDir(), "dledger-store")
-	recs := dledgertest.FromRocketMQ(t, src, root, "n0", dledgertest.NewLog(16384, 0, 0))
+	recs := dledgertest.FromRocketMQ(t, src, root, "n0", dledgertest.NewLog(16384, start, 1000))
 	out := filepath.Join(t.TempDir(), "imported")
 
 	text := mustKvdump(t, "--store", root, "import-dledger", "--out", out)
@@ -88,6 +96,9 @@ func TestImportDLedgerThenServe(t *testing.T) {
 			m, ok := at[r.QueueOffset]
 			if !ok || !bytes.Equal(m.Body, r.Body) {
 				t.Errorf("%s/%d@%d: pulled %v %q, want %q", k.topic, k.qid, r.QueueOffset, ok, m.Body, r.Body)
+			}
+			if ok && m.PhyOffset < start {
+				t.Errorf("%s/%d@%d: served from %d, below the new log's start %d", k.topic, k.qid, r.QueueOffset, m.PhyOffset, start)
 			}
 		}
 	}
