@@ -473,6 +473,15 @@ func (c *Controller) propose(write bool, check func(*State, checks) result) resu
 	if err := c.raftWait(start, f); err != nil {
 		return c.raftFailure(err)
 	}
+	if rej, ok := f.Response().(*Rejection); ok && rej != nil {
+		// The event landed on a state its check did not see: answer what
+		// the check answers against that state; nothing changed.
+		out := fail(rej.Code, "%s", rej.Remark)
+		if t := res.event.Type; t == EventApplyBrokerID || t == EventUpdateBrokerAddress {
+			out.ext = identityExt(res.event.Cluster, res.event.BrokerName)
+		}
+		return out
+	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
 		return fail(remoting.SystemError, "apply %s: %v", res.event.Type, rerr)
 	}

@@ -23,7 +23,12 @@
 // with every change of the set (an election resets the set to the new
 // master alone). Every change is an Event (apply an id, update an address,
 // elect, alter the set, clean a group) that raft replicates and State.Apply
-// applies, in the same order on every controller.
+// applies, in the same order on every controller. Apply checks each event
+// again against the state it lands on (an alter and an election carry the
+// epochs they were checked at): one that landed after a change its check
+// did not see (behind a raft apply that timed out and committed later)
+// changes nothing, and its request gets the refusal RocketMQ's check gives
+// against that state, never SUCCESS.
 //
 // Not replicated, local to each controller: the broker live table fed by
 // BROKER_HEARTBEAT (904): per (cluster, brokerName, brokerId) the address,

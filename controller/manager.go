@@ -64,43 +64,54 @@ func identityExt(cluster, brokerName string) map[string]string {
 
 // alterSyncStateSet is RocketMQ's ReplicasInfoManager.alterSyncStateSet.
 func (c checks) alterSyncStateSet(st *State, h AlterSyncStateSetHeader, set SyncStateSetBody) result {
-	if !st.known(h.BrokerName) {
-		return fail(remoting.ControllerAlterSyncStateSetFailed, "Broker metadata is not existed")
+	if r := alterRefusal(st, h.BrokerName, h.MasterBrokerID, h.MasterEpoch, set, c.alive); r != nil {
+		return fail(r.Code, "%s", r.Remark)
 	}
-	ss, reps := st.SyncStates[h.BrokerName], st.Replicas[h.BrokerName]
-	if slices.Equal(sortedIDs(ss.SyncStateSet), set.SyncStateSet) {
-		return fail(remoting.ControllerAlterSyncStateSetFailed, "The newSyncStateSet is equal with oldSyncStateSet, no needed to update syncStateSet")
+	epoch := st.SyncStates[h.BrokerName].SyncStateSetEpoch + 1
+	return result{
+		ext:  map[string]string{"newSyncStateSetEpoch": strconv.Itoa(int(epoch))},
+		body: SyncStateSetBody{SyncStateSet: set.SyncStateSet, SyncStateSetEpoch: epoch}.Encode(),
+		event: &Event{Type: EventAlterSyncStateSet, BrokerName: h.BrokerName, SyncStateSet: set.SyncStateSet,
+			Expect: &Expect{MasterID: h.MasterBrokerID, MasterEpoch: h.MasterEpoch, SyncStateSetEpoch: set.SyncStateSetEpoch}},
 	}
-	if !ss.HasMaster || ss.MasterID != h.MasterBrokerID {
+}
+
+// alterRefusal runs the checks of RocketMQ's alterSyncStateSet, in its
+// order: nil when the alter may go ahead. alive nil skips the liveness
+// check (State.Apply, which has no heartbeats).
+func alterRefusal(st *State, brokerName string, masterID int64, masterEpoch int32, set SyncStateSetBody, alive func(cluster, brokerName string, id int64) bool) *Rejection {
+	if !st.known(brokerName) {
+		return reject(remoting.ControllerAlterSyncStateSetFailed, "Broker metadata is not existed")
+	}
+	ss, reps := st.SyncStates[brokerName], st.Replicas[brokerName]
+	if slices.Equal(sortedIDs(ss.SyncStateSet), sortedIDs(set.SyncStateSet)) {
+		return reject(remoting.ControllerAlterSyncStateSetFailed, "The newSyncStateSet is equal with oldSyncStateSet, no needed to update syncStateSet")
+	}
+	if !ss.HasMaster || ss.MasterID != masterID {
 		cur := "null"
 		if ss.HasMaster {
 			cur = itoa(ss.MasterID)
 		}
-		return fail(remoting.ControllerInvalidMaster, "Rejecting alter syncStateSet request because the current leader is:{%s}, not {%d}", cur, h.MasterBrokerID)
+		return reject(remoting.ControllerInvalidMaster, "Rejecting alter syncStateSet request because the current leader is:{%s}, not {%d}", cur, masterID)
 	}
-	if h.MasterEpoch != ss.MasterEpoch {
-		return fail(remoting.ControllerFencedMasterEpoch, "Rejecting alter syncStateSet request because the current master epoch is:{%d}, not {%d}", ss.MasterEpoch, h.MasterEpoch)
+	if masterEpoch != ss.MasterEpoch {
+		return reject(remoting.ControllerFencedMasterEpoch, "Rejecting alter syncStateSet request because the current master epoch is:{%d}, not {%d}", ss.MasterEpoch, masterEpoch)
 	}
 	if set.SyncStateSetEpoch != ss.SyncStateSetEpoch {
-		return fail(remoting.ControllerFencedSyncStateSetEpoch, "Rejecting alter syncStateSet request because the current syncStateSet epoch is:{%d}, not {%d}", ss.SyncStateSetEpoch, set.SyncStateSetEpoch)
+		return reject(remoting.ControllerFencedSyncStateSetEpoch, "Rejecting alter syncStateSet request because the current syncStateSet epoch is:{%d}, not {%d}", ss.SyncStateSetEpoch, set.SyncStateSetEpoch)
 	}
 	for _, id := range set.SyncStateSet {
 		if _, ok := reps.Brokers[id]; !ok {
-			return fail(remoting.ControllerInvalidReplicas, "Rejecting alter syncStateSet request because the replicas {%d} don't exist", id)
+			return reject(remoting.ControllerInvalidReplicas, "Rejecting alter syncStateSet request because the replicas {%d} don't exist", id)
 		}
-		if !c.alive(reps.Cluster, reps.BrokerName, id) {
-			return fail(remoting.ControllerBrokerNotAlive, "Rejecting alter syncStateSet request because the replicas {%d} don't alive", id)
+		if alive != nil && !alive(reps.Cluster, reps.BrokerName, id) {
+			return reject(remoting.ControllerBrokerNotAlive, "Rejecting alter syncStateSet request because the replicas {%d} don't alive", id)
 		}
 	}
 	if !slices.Contains(set.SyncStateSet, ss.MasterID) {
-		return fail(remoting.ControllerAlterSyncStateSetFailed, "Rejecting alter syncStateSet request because the newSyncStateSet don't contains origin leader {%d}", ss.MasterID)
+		return reject(remoting.ControllerAlterSyncStateSetFailed, "Rejecting alter syncStateSet request because the newSyncStateSet don't contains origin leader {%d}", ss.MasterID)
 	}
-	epoch := ss.SyncStateSetEpoch + 1
-	return result{
-		ext:   map[string]string{"newSyncStateSetEpoch": strconv.Itoa(int(epoch))},
-		body:  SyncStateSetBody{SyncStateSet: set.SyncStateSet, SyncStateSetEpoch: epoch}.Encode(),
-		event: &Event{Type: EventAlterSyncStateSet, BrokerName: h.BrokerName, SyncStateSet: set.SyncStateSet},
-	}
+	return nil
 }
 
 // electMaster is RocketMQ's ReplicasInfoManager.electMaster. byController
@@ -148,9 +159,10 @@ func (c checks) electMaster(st *State, h ElectMasterHeader, byController bool) r
 		ext["syncStateSetEpoch"] = strconv.Itoa(int(ss.SyncStateSetEpoch + 1))
 		members := BrokerMemberGroup{BrokerAddrs: reps.memberAddrs(), BrokerName: reps.BrokerName, Cluster: reps.Cluster}
 		return result{
-			ext:   ext,
-			body:  ElectMasterResponseBody{BrokerMemberGroup: &members, SyncStateSet: []int64{newMaster}}.Encode(),
-			event: &Event{Type: EventElectMaster, BrokerName: h.BrokerName, BrokerID: newMaster, NewMasterElected: true},
+			ext:  ext,
+			body: ElectMasterResponseBody{BrokerMemberGroup: &members, SyncStateSet: []int64{newMaster}}.Encode(),
+			event: &Event{Type: EventElectMaster, BrokerName: h.BrokerName, BrokerID: newMaster, NewMasterElected: true,
+				Expect: &Expect{MasterEpoch: ss.MasterEpoch, SyncStateSetEpoch: ss.SyncStateSetEpoch}},
 			role: &roleChange{
 				members: members, masterID: newMaster, masterAddr: addr, masterEpoch: ss.MasterEpoch + 1,
 				syncStateSetEpoch: ss.SyncStateSetEpoch + 1, syncStateSet: []int64{newMaster},
@@ -162,7 +174,8 @@ func (c checks) electMaster(st *State, h ElectMasterHeader, byController bool) r
 			code:   remoting.ControllerMasterNotAvailable,
 			remark: "Old master has down and failed to elect a new broker master",
 			ext:    ext,
-			event:  &Event{Type: EventElectMaster, BrokerName: h.BrokerName},
+			event: &Event{Type: EventElectMaster, BrokerName: h.BrokerName,
+				Expect: &Expect{MasterEpoch: ss.MasterEpoch, SyncStateSetEpoch: ss.SyncStateSetEpoch}},
 		}
 	}
 	return result{code: remoting.ControllerElectMasterFailed, remark: "Failed to elect a new master", ext: ext}
@@ -183,40 +196,43 @@ func (c checks) getNextBrokerID(st *State, h BrokerIdentityHeader) result {
 func (c checks) applyBrokerID(st *State, h ApplyBrokerIDHeader) result {
 	addr, _, _ := strings.Cut(h.RegisterCheckCode, ";")
 	ext := identityExt(h.ClusterName, h.BrokerName)
-	ev := &Event{Type: EventApplyBrokerID, Cluster: h.ClusterName, BrokerName: h.BrokerName, BrokerID: h.AppliedBrokerID, Addr: addr, CheckCode: h.RegisterCheckCode}
-	r, ok := st.Replicas[h.BrokerName]
-	if !ok {
-		if h.AppliedBrokerID == FirstBrokerID {
-			return result{ext: ext, event: ev}
-		}
-		res := fail(remoting.ControllerBrokerIDInvalid, "Broker-set: %s hasn't been registered in controller, but broker try to apply brokerId: %d", h.BrokerName, h.AppliedBrokerID)
+	if r := applyIDRefusal(st, h.BrokerName, h.AppliedBrokerID, h.RegisterCheckCode); r != nil {
+		res := fail(r.Code, "%s", r.Remark)
 		res.ext = ext
 		return res
 	}
-	b, exists := r.Brokers[h.AppliedBrokerID]
-	if !exists || b.CheckCode == h.RegisterCheckCode {
-		return result{ext: ext, event: ev}
+	return result{ext: ext, event: &Event{Type: EventApplyBrokerID, Cluster: h.ClusterName, BrokerName: h.BrokerName,
+		BrokerID: h.AppliedBrokerID, Addr: addr, CheckCode: h.RegisterCheckCode}}
+}
+
+// applyIDRefusal runs the checks of RocketMQ's applyBrokerId: a group
+// that has no ids yet takes only FirstBrokerID; a group's id is taken
+// only when it is free or held with the same registerCheckCode. Nil when
+// the id may be granted.
+func applyIDRefusal(st *State, brokerName string, id int64, checkCode string) *Rejection {
+	r, ok := st.Replicas[brokerName]
+	if !ok {
+		if id == FirstBrokerID {
+			return nil
+		}
+		return reject(remoting.ControllerBrokerIDInvalid, "Broker-set: %s hasn't been registered in controller, but broker try to apply brokerId: %d", brokerName, id)
 	}
-	res := fail(remoting.ControllerBrokerIDInvalid, "Fail to apply brokerId: %d in broker-set: %s", h.AppliedBrokerID, h.BrokerName)
-	res.ext = ext
-	return res
+	if b, exists := r.Brokers[id]; exists && b.CheckCode != checkCode {
+		return reject(remoting.ControllerBrokerIDInvalid, "Fail to apply brokerId: %d in broker-set: %s", id, brokerName)
+	}
+	return nil
 }
 
 // registerBroker is RocketMQ's ReplicasInfoManager.registerBroker.
 func (c checks) registerBroker(st *State, h RegisterBrokerHeader) result {
 	ext := identityExt(h.ClusterName, h.BrokerName)
-	if !st.known(h.BrokerName) {
-		res := fail(remoting.ControllerBrokerNeedToBeRegistered, "Broker-set: %s hasn't been registered in controller", h.BrokerName)
+	if r := registerRefusal(st, h.BrokerName, h.BrokerID); r != nil {
+		res := fail(r.Code, "%s", r.Remark)
 		res.ext = ext
 		return res
 	}
 	ss, reps := st.SyncStates[h.BrokerName], st.Replicas[h.BrokerName]
-	b, ok := reps.Brokers[h.BrokerID]
-	if !ok {
-		res := fail(remoting.ControllerBrokerNeedToBeRegistered, "BrokerId: %d hasn't been registered in broker-set: %s", h.BrokerID, h.BrokerName)
-		res.ext = ext
-		return res
-	}
+	b := reps.Brokers[h.BrokerID]
 	if ss.HasMaster && c.alive(h.ClusterName, h.BrokerName, ss.MasterID) {
 		ext["masterBrokerId"] = itoa(ss.MasterID)
 		if m, ok := reps.Brokers[ss.MasterID]; ok {
@@ -230,6 +246,18 @@ func (c checks) registerBroker(st *State, h RegisterBrokerHeader) result {
 		res.event = &Event{Type: EventUpdateBrokerAddress, Cluster: h.ClusterName, BrokerName: h.BrokerName, BrokerID: h.BrokerID, Addr: h.BrokerAddress}
 	}
 	return res
+}
+
+// registerRefusal runs the checks of RocketMQ's registerBroker: the group
+// and the id must be known. Nil when the broker may register.
+func registerRefusal(st *State, brokerName string, id int64) *Rejection {
+	if !st.known(brokerName) {
+		return reject(remoting.ControllerBrokerNeedToBeRegistered, "Broker-set: %s hasn't been registered in controller", brokerName)
+	}
+	if _, ok := st.Replicas[brokerName].Brokers[id]; !ok {
+		return reject(remoting.ControllerBrokerNeedToBeRegistered, "BrokerId: %d hasn't been registered in broker-set: %s", id, brokerName)
+	}
+	return nil
 }
 
 // getReplicaInfo is RocketMQ's ReplicasInfoManager.getReplicaInfo.

@@ -32,7 +32,9 @@ type fsm struct {
 
 var _ raft.FSM = (*fsm)(nil)
 
-// Apply applies one committed log entry.
+// Apply applies one committed log entry. Its response is nil, the
+// *Rejection of an event the state refused, or the error of an unreadable
+// entry.
 func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -45,8 +47,16 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return err
 	}
 	f.mu.Lock()
-	f.st.Apply(e)
+	rej := f.st.Apply(e)
 	f.mu.Unlock()
+	if rej != nil {
+		// Every controller refuses it alike (the same state, the same
+		// event); the leader answers the request with it.
+		f.log.Warn().Str("event", string(e.Type)).Str("brokerName", e.BrokerName).Int64("brokerId", e.BrokerID).
+			Int32("code", rej.Code).Str("remark", rej.Remark).Uint64("index", l.Index).
+			Msg("controller: an event the state no longer admits changed nothing")
+		return rej
+	}
 	return nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // FirstBrokerID is the id the controller hands to the first broker of a
@@ -141,6 +143,23 @@ type Event struct {
 	SyncStateSet []int64 `json:"syncStateSet,omitempty"`
 	// BrokerIDs are the ids a clean removes; empty removes the group.
 	BrokerIDs []int64 `json:"brokerIds,omitempty"`
+	// Expect is the group as an alter or an election was checked against
+	// (nil in log entries written before it was recorded): Apply refuses
+	// the event when the group moved on meanwhile.
+	Expect *Expect `json:"expect,omitempty"`
+}
+
+// Expect is what an alter or an election expects of its group when it is
+// applied. An alter: the master, master epoch and sync state set epoch of
+// its request. An election: the master and sync state set epochs it ran
+// against.
+type Expect struct {
+	// MasterID is the master an alter was asked by.
+	MasterID int64 `json:"masterId,omitempty"`
+	// MasterEpoch is the group's master epoch.
+	MasterEpoch int32 `json:"masterEpoch"`
+	// SyncStateSetEpoch is the group's sync state set epoch.
+	SyncStateSetEpoch int32 `json:"syncStateSetEpoch"`
 }
 
 // encodeEvent returns the log entry of e.
@@ -164,26 +183,61 @@ func decodeEvent(data []byte) (*Event, error) {
 	return &e, nil
 }
 
-// Apply changes s by e, as RocketMQ's ReplicasInfoManager.applyEvent does.
-// It never fails: an event about a group s does not know changes nothing
-// (the checks that produced it ran against the same state, so that only
-// happens to an event replayed over a newer snapshot).
-func (s *State) Apply(e *Event) {
+// Rejection is an event State.Apply refused because the state it lands on
+// is not the one its request was checked against: the event changes
+// nothing, and the request is answered with Code and Remark, what
+// RocketMQ's check answers against that state. The checks and the log are
+// serialized on the leader, so this happens only when an event committed
+// after its request had been answered with a failure (a raft apply that
+// timed out, say) and a later request was checked without it.
+type Rejection struct {
+	// Code is the response code (RocketMQ's ResponseCode).
+	Code int32
+	// Remark is the response remark.
+	Remark string
+}
+
+// Error describes the refusal.
+func (r *Rejection) Error() string {
+	return fmt.Sprintf("event refused (code %d): %s", r.Code, r.Remark)
+}
+
+func reject(code int32, format string, args ...any) *Rejection {
+	return &Rejection{Code: code, Remark: fmt.Sprintf(format, args...)}
+}
+
+// Apply changes s by e, as RocketMQ's ReplicasInfoManager.applyEvent does,
+// after checking e against s again as its request was checked (the checks
+// that depend on the state alone; liveness is not in the state). An event
+// the state no longer admits changes nothing and comes back as a
+// *Rejection; so does an event about a group s does not know. Events that
+// carry no Expect (log entries written before it was recorded) are checked
+// only by what they carry themselves.
+func (s *State) Apply(e *Event) *Rejection {
 	switch e.Type {
 	case EventAlterSyncStateSet:
-		if s.known(e.BrokerName) {
-			ss := s.SyncStates[e.BrokerName]
-			ss.SyncStateSet = sortedIDs(e.SyncStateSet)
-			ss.SyncStateSetEpoch++
+		if e.Expect != nil {
+			set := SyncStateSetBody{SyncStateSet: e.SyncStateSet, SyncStateSetEpoch: e.Expect.SyncStateSetEpoch}
+			if r := alterRefusal(s, e.BrokerName, e.Expect.MasterID, e.Expect.MasterEpoch, set, nil); r != nil {
+				return r
+			}
+		} else if !s.known(e.BrokerName) {
+			return reject(remoting.ControllerAlterSyncStateSetFailed, "Broker metadata is not existed")
 		}
+		ss := s.SyncStates[e.BrokerName]
+		ss.SyncStateSet = sortedIDs(e.SyncStateSet)
+		ss.SyncStateSetEpoch++
 	case EventApplyBrokerID:
+		if r := applyIDRefusal(s, e.BrokerName, e.BrokerID, e.CheckCode); r != nil {
+			return r
+		}
 		if s.known(e.BrokerName) {
 			r := s.Replicas[e.BrokerName]
 			if _, ok := r.Brokers[e.BrokerID]; !ok {
 				r.Brokers[e.BrokerID] = Replica{Addr: e.Addr, CheckCode: e.CheckCode}
 				r.NextBrokerID++
 			}
-			return
+			return nil
 		}
 		s.Replicas[e.BrokerName] = &Replicas{
 			Cluster:      e.Cluster,
@@ -194,9 +248,14 @@ func (s *State) Apply(e *Event) {
 		s.SyncStates[e.BrokerName] = &SyncState{Cluster: e.Cluster, BrokerName: e.BrokerName, SyncStateSet: []int64{}}
 	case EventElectMaster:
 		if !s.known(e.BrokerName) {
-			return
+			return reject(remoting.ControllerBrokerNeedToBeRegistered, "Broker hasn't been registered")
 		}
 		ss := s.SyncStates[e.BrokerName]
+		if x := e.Expect; x != nil && (ss.MasterEpoch != x.MasterEpoch || ss.SyncStateSetEpoch != x.SyncStateSetEpoch) {
+			return reject(remoting.ControllerElectMasterFailed,
+				"Failed to elect a new master: the election ran at master epoch %d, sync state set epoch %d; the group is at %d, %d",
+				x.MasterEpoch, x.SyncStateSetEpoch, ss.MasterEpoch, ss.SyncStateSetEpoch)
+		}
 		ss.MasterEpoch++
 		if e.NewMasterElected {
 			ss.HasMaster, ss.MasterID = true, e.BrokerID
@@ -206,13 +265,13 @@ func (s *State) Apply(e *Event) {
 			ss.HasMaster, ss.MasterID = false, 0
 		}
 	case EventCleanBrokerData:
+		if !s.known(e.BrokerName) {
+			return reject(remoting.ControllerInvalidCleanBrokerMetadata, "Broker %s is not existed,clean broker data failure.", e.BrokerName)
+		}
 		if len(e.BrokerIDs) == 0 {
 			delete(s.Replicas, e.BrokerName)
 			delete(s.SyncStates, e.BrokerName)
-			return
-		}
-		if !s.known(e.BrokerName) {
-			return
+			return nil
 		}
 		r, ss := s.Replicas[e.BrokerName], s.SyncStates[e.BrokerName]
 		for _, id := range e.BrokerIDs {
@@ -226,13 +285,17 @@ func (s *State) Apply(e *Event) {
 			delete(s.SyncStates, e.BrokerName)
 		}
 	case EventUpdateBrokerAddress:
-		if r, ok := s.Replicas[e.BrokerName]; ok {
-			if b, ok := r.Brokers[e.BrokerID]; ok {
-				b.Addr = e.Addr
-				r.Brokers[e.BrokerID] = b
-			}
+		if r := registerRefusal(s, e.BrokerName, e.BrokerID); r != nil {
+			return r
 		}
+		r := s.Replicas[e.BrokerName]
+		b := r.Brokers[e.BrokerID]
+		b.Addr = e.Addr
+		r.Brokers[e.BrokerID] = b
+	default:
+		return reject(remoting.SystemError, "unknown controller event type %q", e.Type)
 	}
+	return nil
 }
 
 // sortedIDs returns a sorted copy of ids without duplicates.
