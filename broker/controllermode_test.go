@@ -21,6 +21,8 @@ import (
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -734,6 +736,8 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
 	mustSend(t, ca, "TopicTest", 0, "two in the set", "")
 	half := sendHalf(t, ca, "TxT", 0, "UNIQ-MIN-ISR", "payload", "", time.Now().UnixMilli())
+	undone := sendHalf(t, ca, "TxT", 0, "UNIQ-MIN-ISR-ROLLBACK", "never", "", time.Now().UnixMilli())
+	undoneByCheck := sendHalf(t, ca, "TxT", 0, "UNIQ-MIN-ISR-ROLLBACK-CHECK", "never", "", time.Now().UnixMilli())
 
 	// The slave leaves: the committed message's put (it waits, as the
 	// half did) is refused, and the message is not in its topic.
@@ -753,6 +757,27 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	if got := maxOffset("TxT"); got != 0 {
 		t.Fatalf("TxT holds %d messages after the refused commit, want 0", got)
 	}
+	// A rollback puts nothing to the real topic, only its op message,
+	// which RocketMQ's EndTransactionProcessor does not wait for
+	// (deletePrepareMessage queues it; its op batch service puts it with
+	// WAIT=false, which no short sync state set refuses): SUCCESS, the
+	// op message stored, and the transaction over (a commit after it is
+	// refused).
+	if r := endTxn(t, ca, undone, "pg", 12, false); r.Code != remoting.Success {
+		t.Fatalf("END_TRANSACTION rollback on a master alone in its set: code %d %q, want SUCCESS", r.Code, r.Remark)
+	}
+	if r := endTxn(t, ca, undoneByCheck, "pg", 12, true); r.Code != remoting.Success {
+		t.Fatalf("END_TRANSACTION rollback answering a check on a master alone in its set: code %d %q, want SUCCESS", r.Code, r.Remark)
+	}
+	for _, h := range []sentHalf{undone, undoneByCheck} {
+		ended, ok, err := a.sup.Broker().db.Transactions().Ended(h.phy)
+		if err != nil || !ok || ended.State != kvindex.TxnRollback {
+			t.Fatalf("the end of rolled-back %s: %+v ok %v err %v; want a rollback recorded", h.uniq, ended, ok, err)
+		}
+	}
+	if got := maxOffset(meta.TransOpHalfTopic); got != 2 {
+		t.Fatalf("%s holds %d op messages after two rollbacks on a master alone in its set, want 2", meta.TransOpHalfTopic, got)
+	}
 
 	b.start()
 	waitUntil(t, 20*time.Second, "the sync state set to hold both again", func() bool { return len(a.sup.role().syncSet) == 2 })
@@ -760,6 +785,12 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 		t.Fatalf("END_TRANSACTION commit with two in the set: code %d %q", r.Code, r.Remark)
 	}
 	waitUntil(t, 10*time.Second, "the committed message in its topic", func() bool { return maxOffset("TxT") == 1 })
+	if r := endTxn(t, ca, undone, "pg", 8, false); r.Code == remoting.Success {
+		t.Fatal("END_TRANSACTION commit of a rolled-back transaction answered SUCCESS")
+	}
+	if got := maxOffset("TxT"); got != 1 {
+		t.Fatalf("TxT holds %d messages, want the one committed (the rolled-back ones never)", got)
+	}
 }
 
 // A broker that finds no controller at its start keeps trying, as

@@ -278,7 +278,9 @@ var errInSyncReplicasNotEnough = errors.New(inSyncReplicasRemark)
 // replicate (its needHandleHA): unless the message says WAIT=false, every
 // put on a SYNC_MASTER does, the broker's own (deliveries of delayed and
 // timer messages, transaction commits, send-backs, POP checkpoints and
-// revives) included.
+// revives) included; the transaction service's own records (op messages,
+// halves given up or resumed) are put with appendOptions.ownRecord and
+// not asked.
 func waitsForReplicas(msgs []*commitlog.Message) bool {
 	v, ok := commitlog.LookupProperty(msgs[0].Properties, propWait)
 	return !ok || v != "false"

@@ -32,6 +32,16 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 	return b.appendRecords(ctx, msgs, appendOptions{waitFlush: waitFlush, multiDispatch: true})
 }
 
+// putOwnRecords is putMessages for the transaction service's own records
+// (op messages, halves given up or resumed), which RocketMQ's put does
+// not refuse for a short sync state set (appendOptions.ownRecord).
+func (b *Broker) putOwnRecords(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
+	began := time.Now()
+	res, err := b.appendRecords(ctx, msgs, appendOptions{waitFlush: waitFlush, multiDispatch: true, ownRecord: true})
+	b.stats.PutTook(time.Since(began), err != nil)
+	return res, err
+}
+
 // appendBatch is appendMessages for a producer's SEND_BATCH_MESSAGE: its
 // messages, even one alone, are not dispatched to the light message
 // queues they name, as RocketMQ's batch put gives them no
@@ -56,17 +66,24 @@ type appendOptions struct {
 	uncounted bool
 	// producerBatch says msgs are a producer's batch (appendBatch).
 	producerBatch bool
+	// ownRecord says msgs are records of the broker's own that RocketMQ
+	// puts with WAIT=false set in the message's property map after its
+	// properties string was written (the stored record keeps the WAIT it
+	// had): its put does not handle HA for them, so a short sync state
+	// set does not refuse them.
+	ownRecord bool
 }
 
 // appendRecords appends msgs as opts says. A controller-mode master
 // with fewer brokers in its sync state set than minInSyncReplicas refuses
 // the puts that wait for replication (errInSyncReplicasNotEnough), as
-// RocketMQ's CommitLog put does, whoever puts; a producer's batch is
-// checked by its send, whose header says whether it waits.
+// RocketMQ's CommitLog put does, whoever puts (but the records of
+// opts.ownRecord); a producer's batch is checked by its send, whose header
+// says whether it waits.
 func (b *Broker) appendRecords(ctx context.Context, msgs []*commitlog.Message, opts appendOptions) (commitlog.AppendResult, error) {
 	waitFlush, multiDispatch := opts.waitFlush, opts.multiDispatch
 	first := msgs[0]
-	if !opts.producerBatch && b.inSyncReplicasShort() && waitsForReplicas(msgs) {
+	if !opts.producerBatch && !opts.ownRecord && b.inSyncReplicasShort() && waitsForReplicas(msgs) {
 		return commitlog.AppendResult{}, fmt.Errorf("put to %s/%d: %w", first.Topic, first.QueueID, errInSyncReplicasNotEnough)
 	}
 	if b.beforePut != nil {

@@ -56,9 +56,14 @@ func (s recordStore) Put(ctx context.Context, m *commitlog.Message) (commitlog.A
 		if _, err := s.b.topics.ensureSystemTopic(m.Topic, 1, meta.PermRead|meta.PermWrite); err != nil {
 			return commitlog.AppendResult{}, err
 		}
+		// RocketMQ puts these three (renewHalfMessageInner and its admin
+		// resume, the give-up copy, the op message) with WAIT=false: a
+		// rollback is answered SUCCESS with its op message stored, also
+		// on a master whose sync state set is below minInSyncReplicas.
 		if m.Topic == meta.TransOpHalfTopic {
-			return s.b.putMessages(ctx, []*commitlog.Message{m}, false)
+			return s.b.putOwnRecords(ctx, []*commitlog.Message{m}, false)
 		}
+		return s.flushed(s.b.putOwnRecords(ctx, []*commitlog.Message{m}, true))
 	default:
 		final = true
 		level := 0
