@@ -27,7 +27,8 @@ import (
 )
 
 // childBrokerEnv makes the test binary run a broker (until SIGTERM or
-// SIGKILL) instead of the tests: "storeDir port [key=value ...]".
+// SIGKILL) instead of the tests: "storeDir port [key=value ...]"; with
+// enableControllerMode=true among the settings, a Supervisor.
 const childBrokerEnv = "ROCKETKV_TEST_BROKER_CHILD"
 
 func TestMain(m *testing.M) {
@@ -67,6 +68,9 @@ func runChildBroker(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	if loaded.Broker.EnableControllerMode {
+		return runChildSupervisor(loaded.Broker)
+	}
 	b, err := New(loaded.Broker, zerolog.New(os.Stderr).Level(zerolog.WarnLevel))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -90,6 +94,30 @@ func runChildBroker(spec string) int {
 	fmt.Println("ready", b.Addr())
 	<-ctx.Done()
 	if err := b.Shutdown(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runChildSupervisor runs a child broker of enableControllerMode: its
+// Supervisor, which takes its id and role from the controller, until
+// SIGTERM or SIGKILL. It reports "ready" once the first Broker runs.
+func runChildSupervisor(cfg configs.Broker) int {
+	s, err := NewSupervisor(cfg, zerolog.New(os.Stderr).Level(zerolog.WarnLevel))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if err := s.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Println("ready", net.JoinHostPort(cfg.BrokerIP1, strconv.Itoa(cfg.ListenPort)))
+	<-ctx.Done()
+	if err := s.Shutdown(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
