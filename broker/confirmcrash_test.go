@@ -73,16 +73,16 @@ func (cc *clientCache) close() {
 
 // With allAckInSyncStateSet the confirm limit keeps its promise across
 // SIGKILLs of the master: a controller-mode group of two child brokers
-// loses its master to a SIGKILL at a random moment (its slave paused
-// for a moment just before, so the master holds records the slave does
-// not), several times, while
-// the test keeps sending to whichever broker the controller names master
-// and a consumer keeps pulling from it; each killed broker starts again at
-// once on its store. Afterwards every acknowledged message is in the
-// queue of the last master exactly once, at the queue offset its send was
-// acknowledged with, in the order of the sends, and every record the
-// consumer saw during the run is still there at the offset it saw it: no
-// consumer ever read a record that a failover later took back.
+// loses its master to a SIGKILL at a random moment, several times (its
+// slave paused for a moment just before, so the master holds records the
+// slave does not), while four senders keep sending to whichever broker
+// the controller names master and a consumer keeps pulling from it; each
+// killed broker starts again at once on its store. Afterwards every
+// acknowledged message is in the queue of the last master exactly once,
+// at the queue offset its send was acknowledged with, in the order of its
+// sender's sends, and every record the consumer saw during the run is
+// still there at the offset it saw it: no consumer ever read a record
+// that a failover later took back.
 func TestControllerModeConfirmLimitSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
