@@ -57,6 +57,9 @@ type Users = ConfigTable[meta.UserInfo]
 // ACLs is the table of ACL 2.0 access lists, by subject ("User:<name>").
 type ACLs = ConfigTable[meta.AclInfo]
 
+// TopicQueueMappings is the table of static topics' mappings, by topic.
+type TopicQueueMappings = ConfigTable[meta.TopicQueueMappingDetail]
+
 // DefaultConfigCache is the number of configs a table keeps in memory.
 const DefaultConfigCache = 1 << 16
 
@@ -92,6 +95,15 @@ func (d *DB) Users(cacheSize int) (*Users, error) {
 func (d *DB) ACLs(cacheSize int) (*ACLs, error) {
 	return openConfigTable(d, prefixAuthACL, "acl", metaACLsVer, cacheSize,
 		func(a meta.AclInfo) string { return a.Subject })
+}
+
+// TopicQueueMappings opens the table of static topics' queue mappings
+// (keyspace 0x45, RocketMQ's topicQueueMapping.json), caching up to
+// cacheSize entries, absent topics included: sends, pulls and offset
+// requests of every topic look theirs up.
+func (d *DB) TopicQueueMappings(cacheSize int) (*TopicQueueMappings, error) {
+	return openConfigTable(d, prefixMapping, "topic queue mapping", metaMappingVer, cacheSize,
+		func(m meta.TopicQueueMappingDetail) string { return m.Topic })
 }
 
 func openConfigTable[T any](d *DB, prefix byte, what, verName string, cacheSize int, nameOf func(T) string) (*ConfigTable[T], error) {

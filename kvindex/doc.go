@@ -40,6 +40,7 @@
 //	0x42    auth user       no         broker (ACL 2.0: AUTH_*_USER, initAuthenticationUser, migration)
 //	0x43    auth acl        no         broker (ACL 2.0: AUTH_*_ACL, AUTH_DELETE_USER, migration)
 //	0x44    group forbidden no         broker (UPDATE_AND_GET_GROUP_FORBIDDEN, delete group, migration)
+//	0x45    queue mapping   no         broker (UPDATE_AND_CREATE_STATIC_TOPIC, delete topic)
 //	0x50    pop in-flight   no         schema 2 only: moved to 0x55/0x56 when opened for writing
 //	0x51    pop ack index   no         schema 2 only: deleted with 0x50
 //	0x52    pop position    no         pop service (pop)
@@ -275,6 +276,16 @@
 // read). A group's entry lives apart from its 0x41 config (it may exist
 // without one) and goes when the group is deleted. Its data version is
 // the meta key groupForbiddenVer.
+//
+// # 0x45 topic queue mapping (static topics)
+//
+//	key:   0x45 | topic         value: TopicQueueMappingDetail JSON (meta.TopicQueueMappingDetail)
+//
+// RocketMQ's topicQueueMapping.json: a static topic's logic queues and
+// the items of each that concern this broker group. Its data version is
+// the meta key topicQueueMappingVer; a change also bumps topicsVer, so
+// that the next registration carries it to the name servers. Deleting
+// the topic deletes its entry.
 //
 // # 0x50 pop in-flight, 0x51 pop ack index (schema 2)
 //

@@ -37,6 +37,7 @@ const (
 	PrefixAuthUser       = prefixAuthUser
 	PrefixAuthACL        = prefixAuthACL
 	PrefixGroupForbidden = prefixForbidden
+	PrefixQueueMapping   = prefixMapping
 )
 
 // ErrUnknownKeyspace is returned by DecodeKey for a key whose prefix byte
@@ -70,6 +71,7 @@ func Keyspaces() []Keyspace {
 		{PrefixAuthUser, "auth-user", false},
 		{PrefixAuthACL, "auth-acl", false},
 		{PrefixGroupForbidden, "group-forbidden", false},
+		{PrefixQueueMapping, "topic-queue-mapping", false},
 	}, slices.Concat(popKeyspaces(), txnKeyspaces(), timerKeyspaces(), compactionKeyspaces())...)
 }
 
@@ -227,6 +229,13 @@ type GroupForbiddenRecord struct {
 	Forbidden meta.GroupForbidden `json:"forbidden"`
 }
 
+// QueueMappingRecord is one static topic's queue mapping (keyspace 0x45).
+// Name comes from the key.
+type QueueMappingRecord struct {
+	Name    string                       `json:"name"`
+	Mapping meta.TopicQueueMappingDetail `json:"mapping"`
+}
+
 func mustKeyspace(p byte) Keyspace { k, _ := KeyspaceOf(p); return k }
 
 // Keyspace implements Record.
@@ -273,6 +282,15 @@ func (GroupConfigRecord) Keyspace() Keyspace { return mustKeyspace(PrefixGroupCo
 
 // Keyspace implements Record.
 func (GroupForbiddenRecord) Keyspace() Keyspace { return mustKeyspace(PrefixGroupForbidden) }
+
+// Keyspace implements Record.
+func (QueueMappingRecord) Keyspace() Keyspace { return mustKeyspace(PrefixQueueMapping) }
+
+// String implements Record.
+func (r QueueMappingRecord) String() string {
+	return fmt.Sprintf("topic=%s bname=%s epoch=%d totalQueues=%d hostedQueues=%d", r.Name, r.Mapping.Bname,
+		r.Mapping.Epoch, r.Mapping.TotalQueues, len(r.Mapping.HostedQueues))
+}
 
 // String implements Record.
 func (r SchemaRecord) String() string { return fmt.Sprintf("schema=%d", r.Version) }
@@ -475,6 +493,12 @@ func DecodeKey(key, value []byte) (Record, error) {
 			return nil, fmt.Errorf("group forbidden %q: %w: %w", key[1:], ErrBadKey, err)
 		}
 		return GroupForbiddenRecord{Name: string(key[1:]), Forbidden: f}, nil
+	case PrefixQueueMapping:
+		var m meta.TopicQueueMappingDetail
+		if err := json.Unmarshal(value, &m); err != nil {
+			return nil, fmt.Errorf("topic queue mapping %q: %w: %w", key[1:], ErrBadKey, err)
+		}
+		return QueueMappingRecord{Name: string(key[1:]), Mapping: m}, nil
 	}
 	if r, ok, err := decodePopKey(key, value); ok {
 		return r, err
@@ -514,12 +538,12 @@ func decodeMeta(key, value []byte) (Record, error) {
 			return nil, bad()
 		}
 		return CQWrittenRecord{Layout: strings.TrimPrefix(name, metaCQWritten), Offset: off}, nil
-	case metaTopicsVer, metaGroupsVer, metaUsersVer, metaACLsVer, metaForbidVer:
+	case metaTopicsVer, metaGroupsVer, metaUsersVer, metaACLsVer, metaForbidVer, metaMappingVer:
 		if len(value) != 16 {
 			return nil, bad()
 		}
 		table := map[string]string{metaTopicsVer: "topics", metaGroupsVer: "groups",
-			metaUsersVer: "users", metaACLsVer: "acls", metaForbidVer: "groupForbidden"}[name]
+			metaUsersVer: "users", metaACLsVer: "acls", metaForbidVer: "groupForbidden", metaMappingVer: "topicQueueMapping"}[name]
 		return DataVersionRecord{Table: table, Counter: int64(binary.BigEndian.Uint64(value)),
 			Timestamp: int64(binary.BigEndian.Uint64(value[8:]))}, nil
 	}

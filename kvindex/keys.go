@@ -21,6 +21,7 @@ const (
 	prefixAuthUser   byte = 0x42
 	prefixAuthACL    byte = 0x43
 	prefixForbidden  byte = 0x44
+	prefixMapping    byte = 0x45
 )
 
 // Meta key names.
@@ -32,6 +33,7 @@ const (
 	metaUsersVer   = "authUsersVer"
 	metaACLsVer    = "authAclsVer"
 	metaForbidVer  = "groupForbiddenVer"
+	metaMappingVer = "topicQueueMappingVer"
 	metaMinApplied = "cqMinApplied"
 	// metaCQWritten + layout name ("kv", "file"): the CommitLog offset
 	// below which that ConsumeQueue layout holds every record's entry.
