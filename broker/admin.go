@@ -370,6 +370,11 @@ func (b *Broker) deleteTopic(topic string) error {
 	if err := b.topics.table.Delete(topic); err != nil {
 		return err
 	}
+	// A static topic's mapping goes with its config, as RocketMQ's
+	// deleteTopicInBroker deletes it.
+	if err := b.mappings.Delete(topic); err != nil {
+		return err
+	}
 	b.deletionStep(stepTopicConfigDeleted)
 	if err := b.dropTopicQueues(topic); err != nil {
 		return err
@@ -458,8 +463,22 @@ func (b *Broker) processGetTopicConfig(_ context.Context, _ *remoting.Conn, req 
 		return remoting.NewResponse(req, remoting.TopicNotExist, "No topic in this broker. topic: "+topic)
 	}
 	// RocketMQ answers TopicConfigAndQueueMapping: the TopicConfig fields
-	// plus a mappingDetail for static topics, which rocketkv has none of.
-	return jsonResponse(req, tc)
+	// plus, asked with lo=true, the static topic's mappingDetail (left out
+	// when there is none, as fastjson leaves out nulls).
+	answer := struct {
+		meta.TopicConfig
+		MappingDetail *meta.TopicQueueMappingDetail `json:"mappingDetail,omitempty"`
+	}{TopicConfig: tc}
+	if remoting.Header(req.ExtFields).OptBool("lo", false) {
+		d, ok, err := b.mappings.Get(topic)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		if ok {
+			answer.MappingDetail = &d
+		}
+	}
+	return jsonResponse(req, answer)
 }
 
 // processGetAllTopicConfig answers GET_ALL_TOPIC_CONFIG with RocketMQ's

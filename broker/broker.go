@@ -129,6 +129,10 @@ type Broker struct {
 	groups   *kvindex.Groups
 	// forbidden is what groups may not do on topics.
 	forbidden *forbiddenGroups
+	// mappings holds the static topics' queue mappings (statictopic.go);
+	// mappingMu serialises their updates.
+	mappings  *kvindex.TopicQueueMappings
+	mappingMu sync.Mutex
 	offsets   *kvindex.ConsumerOffsets
 	clients   *clientManager
 	locks     *lockManager
@@ -811,6 +815,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 	}
 	forbidden, err := db.GroupForbiddens(0)
 	if err != nil {
+		return err
+	}
+	if b.mappings, err = db.TopicQueueMappings(0); err != nil {
 		return err
 	}
 	if b.forbidden, err = newForbiddenGroups(forbidden); err != nil {

@@ -59,6 +59,9 @@ type pullHeader struct {
 	// coldRerun marks the second run of a pull held back for reading
 	// cold data (RocketMQ's _noSuspend_ field): it is not held again.
 	coldRerun bool
+	// static is set for a pull of a static topic's logic queue: the
+	// fields above then name the physical queue (rewriteStaticPull).
+	static *staticPull
 }
 
 func parsePullHeader(req *remoting.Command) (pullHeader, error) {
@@ -145,6 +148,15 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	}
 	if !meta.Readable(tc.Perm) {
 		return forbiddenPull(fail(remoting.NoPermission, "the topic[%s] pulling message is forbidden", p.topic), forbiddenTopic)
+	}
+	if allowSuspend && p.static == nil {
+		// Once, on the first pass: a held pull runs again on the physical
+		// queue it was rewritten to.
+		if resp, err := b.rewriteStaticPull(req, &p); err != nil {
+			return fail(remoting.SystemError, "%v", err)
+		} else if resp != nil {
+			return resp
+		}
 	}
 	if p.queueID < 0 || int(p.queueID) >= tc.ReadQueueNums {
 		return fail(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
@@ -314,6 +326,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	} else {
 		b.stats.Miss()
 	}
+	p.static.rewriteAnswer(resp)
 	return resp
 }
 

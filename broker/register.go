@@ -3,6 +3,7 @@ package broker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
@@ -386,6 +387,20 @@ func (r *registrar) registerOnce(ctx context.Context, force bool) {
 	if err != nil {
 		r.b.log.Error().Err(err).Msg("read topics for registration")
 		return
+	}
+	// Static topics' mappings, as RocketMQ's registerBrokerAll sends them
+	// in its TopicConfigAndMappingSerializeWrapper: the leaders this
+	// group holds, for the routes' topicQueueMappingByBroker.
+	infos, err := r.b.staticMappingInfos(func(topic string) bool { _, ok := body.TopicConfigTable[topic]; return ok })
+	if err != nil {
+		r.b.log.Error().Err(err).Msg("read static topic mappings for registration")
+		return
+	}
+	for topic, raw := range infos {
+		if body.TopicQueueMappingInfo == nil {
+			body.TopicQueueMappingInfo = map[string]json.RawMessage{}
+		}
+		body.TopicQueueMappingInfo[topic] = raw
 	}
 	info := r.info()
 	// The compressed body has no topicSysFlag (RocketMQ's TopicConfig.encode

@@ -33,6 +33,10 @@ var sendV2Names = map[string]string{
 
 // sendHeader is SendMessageRequestHeader.
 type sendHeader struct {
+	// static is set for a send to a static topic's logic queue (queueID
+	// is then its leader's physical queue): its answer names the logic
+	// queue and offset.
+	static                *staticSend
 	producerGroup         string
 	topic                 string
 	defaultTopic          string
@@ -185,6 +189,11 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, "bad send request header: "+err.Error())
 	}
+	if resp, err := b.rewriteStaticSend(req, &h); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	} else if resp != nil {
+		return resp
+	}
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		return remoting.NewResponse(req, code, fmt.Sprintf(format, args...))
 	}
@@ -320,8 +329,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 		rh := remoting.Header{}
 		rh.Set("msgId", res.MsgIDs[0])
-		rh.SetInt32("queueId", respQueue)
-		rh.SetInt64("queueOffset", res.QueueOffset)
+		q, off := h.static.answer(respQueue, res.QueueOffset)
+		rh.SetInt32("queueId", q)
+		rh.SetInt64("queueOffset", off)
 		rh.Set("transactionId", uniq)
 		rh.Set("MSG_REGION", b.cfg.RegionID)
 		rh.SetBool("TRACE_ON", b.cfg.TraceOn)
@@ -571,8 +581,9 @@ func (b *Broker) sendBatch(ctx context.Context, conn *remoting.Conn, req *remoti
 		resp := remoting.NewResponse(req, appendStatusCode(res.Status), "")
 		rh := remoting.Header{}
 		rh.Set("msgId", strings.Join(res.MsgIDs, ","))
-		rh.SetInt32("queueId", qid)
-		rh.SetInt64("queueOffset", res.QueueOffset)
+		q, off := h.static.answer(qid, res.QueueOffset)
+		rh.SetInt32("queueId", q)
+		rh.SetInt64("queueOffset", off)
 		if uniq, _ := commitlog.LookupProperty(h.properties, propUniqKey); uniq != "" {
 			// The batch's own UNIQ_KEY (the Java client's
 			// SendResult.getTransactionId), as RocketMQ answers it.

@@ -64,6 +64,7 @@ const (
 	DeleteTopicInBroker                  int32 = 215  // DELETE_TOPIC_IN_BROKER
 	GetAllTopicConfig                    int32 = 21   // GET_ALL_TOPIC_CONFIG
 	GetTopicConfig                       int32 = 351  // GET_TOPIC_CONFIG
+	UpdateAndCreateStaticTopic           int32 = 513  // UPDATE_AND_CREATE_STATIC_TOPIC
 	GetBrokerRuntimeInfo                 int32 = 28   // GET_BROKER_RUNTIME_INFO
 	UpdateBrokerConfig                   int32 = 25   // UPDATE_BROKER_CONFIG
 	GetBrokerConfig                      int32 = 26   // GET_BROKER_CONFIG
