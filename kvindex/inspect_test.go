@@ -346,6 +346,8 @@ func TestDecodeKeyRejectsMalformed(t *testing.T) {
 		{"acl json", nameKey(PrefixAuthACL, "User:u"), []byte(`{"policies":{}}`), ErrBadKey},
 		{"group forbidden json", nameKey(PrefixGroupForbidden, "G"), []byte(`{"topics":{"T":"4"}}`), ErrBadKey},
 		{"group forbidden version length", metaKey(metaForbidVer), make([]byte, 17), ErrBadKey},
+		{"queue mapping json", nameKey(PrefixQueueMapping, "S"), []byte(`{"hostedQueues":[]}`), ErrBadKey},
+		{"queue mapping version length", metaKey(metaMappingVer), make([]byte, 3), ErrBadKey},
 		{"users version length", metaKey(metaUsersVer), make([]byte, 15), ErrBadKey},
 		{"schema length", metaKey(metaSchema), []byte{1}, ErrBadKey},
 		{"dispatched length", metaKey(metaDispatched), []byte{1}, ErrBadKey},
@@ -539,6 +541,7 @@ func FuzzDecodeKey(f *testing.F) {
 		`"subscriptionDataSet":[{"topic":"T","expressionType":"TAG","expression":"*","version":1}]}`))
 	f.Add(nameKey(PrefixAuthUser, "alice"), []byte(`{"username":"alice","password":"pw","userType":"Normal","userStatus":"enable"}`))
 	f.Add(nameKey(PrefixGroupForbidden, "G"), []byte(`{"group":"G","topics":{"T":4}}`))
+	f.Add(nameKey(PrefixQueueMapping, "S"), []byte(`{"bname":"a","epoch":1,"hostedQueues":{"0":[{"bname":"a","gen":0,"queueId":0}]},"topic":"S","totalQueues":1}`))
 	f.Add(nameKey(PrefixAuthACL, "User:alice"), []byte(`{"subject":"User:alice","policies":[{"policyType":"Custom","entries":[{"resource":"Topic:t*","actions":["Pub"],"sourceIps":["10.0.0.0/8"],"decision":"Allow"}]}]}`))
 	f.Add(metaKey(metaACLsVer), make([]byte, 16))
 	f.Add(metaKey(metaDispatched), putInt64(8))
