@@ -26,6 +26,7 @@ func mqadminLongNames() map[string]map[string]string {
 	brokerAddr := map[string]string{"brokerAddr": "broker"}
 	m := map[string]map[string]string{
 		"checkRocksdbCqWriteProgress": {"nameserverAddr": "namesrv", "checkFrom": "cf"},
+		"updateStaticTopic":           {"totalQueueNum": "qn", "mapFile": "mf", "forceReplace": "fr"},
 		"consumeMessage":              {"brokerName": "broker-name", "MessageNumber": "messageCount"},
 		"consumerConnection":          {"brokerAddr": "broker", "consumerGroup": "group"},
 		"consumerProgress":            {"groupName": "group", "topicName": "topic"},
@@ -85,7 +86,8 @@ func acceptMQAdminLongNames(root *cobra.Command) error {
 // mqadmin command has where bin/admin's has the long flag of that name
 // (commons-cli takes "-cf 0"; pflag would read it as -c f).
 func mqadminMultiLetterShorts() map[string][]string {
-	return map[string][]string{"checkRocksdbCqWriteProgress": {"cf"}, "electMaster": {"bn"}, "cleanBrokerMetadata": {"bn"}}
+	return map[string][]string{"checkRocksdbCqWriteProgress": {"cf"}, "electMaster": {"bn"}, "cleanBrokerMetadata": {"bn"},
+		"updateStaticTopic": {"qn", "mf", "fr"}}
 }
 
 // mqadminArgs rewrites a command line so that mqadmin's two-letter short
