@@ -245,8 +245,11 @@ type Broker struct {
 	group groupState
 	// escape is the acting master's escape bridge (escape.go), special
 	// the special services it runs (actingmaster.go).
-	escape  escapeBridge
-	special specialServices
+	escape escapeBridge
+	// staticLink holds the connections of static topics' requests
+	// forwarded to other broker groups (statictopic.go).
+	staticLink masterLink
+	special    specialServices
 
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off

@@ -152,7 +152,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 	if allowSuspend && p.static == nil {
 		// Once, on the first pass: a held pull runs again on the physical
 		// queue it was rewritten to.
-		if resp, err := b.rewriteStaticPull(req, &p); err != nil {
+		if resp, err := b.rewriteStaticPull(conn.Context(), req, &p); err != nil {
 			return fail(remoting.SystemError, "%v", err)
 		} else if resp != nil {
 			return resp

@@ -290,7 +290,7 @@ func waitsForReplicas(msgs []*commitlog.Message) bool {
 // broker's background tasks) and a slave's connection to its master,
 // once the background tasks that use it stopped.
 func (b *Broker) stopReplication() error {
-	errs := []error{b.repl.master.close(), b.escape.link.close()}
+	errs := []error{b.repl.master.close(), b.escape.link.close(), b.staticLink.close()}
 	if b.repl.server != nil {
 		// The field stays: puts still running read it (Close is
 		// idempotent).

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -23,15 +26,91 @@ import (
 // processors' rewriteRequestForStaticTopic do. A request header with
 // lo=false names a physical queue (a forwarded request).
 //
-// What rocketkv does not do: forward a request whose item is on another
-// broker group (RocketMQ's RpcClient). Such a request is answered with
-// SYSTEM_ERROR naming the group, as RocketMQ answers a forwarding that
-// fails; with the topic on one group, or every item of a queue on the
-// group that leads it, nothing needs forwarding.
+// A request whose item is on another broker group (a queue that moved:
+// its older messages and offsets) is forwarded to that group's master,
+// found in the topic's route, with lo=false and the item's physical
+// queue, as RocketMQ's RpcClient forwards it; a forwarding that fails is
+// answered SYSTEM_ERROR with the reason, as RocketMQ answers it. The
+// forwarding waits on the request's worker, as RocketMQ's processors wait
+// on theirs, for at most staticForwardTimeout.
 
-// errStaticForward is the failure of a request whose static topic item
-// lives on another broker group.
-var errStaticForward = errors.New("forwarding a static topic request to another broker group is not supported")
+// staticForwardTimeout bounds a request forwarded to another broker
+// group (RocketMQ's forwardTimeout default).
+const staticForwardTimeout = 3 * time.Second
+
+// errStaticForward is the failure of a request forwarded to another
+// broker group.
+var errStaticForward = errors.New("forward a static topic request to another broker group")
+
+// forward sends req with the fields of set over its own, lo=false and
+// bname, to the master of item's broker group and returns its answer.
+func (b *Broker) forward(ctx context.Context, req *remoting.Command, topic string, item meta.LogicQueueMappingItem, set map[string]string) (*remoting.Command, error) {
+	fail := func(err error) (*remoting.Command, error) {
+		b.log.Warn().Err(err).Str("topic", topic).Str("broker", item.Bname).Int32("code", req.Code).Msg("static topic request not forwarded")
+		return nil, fmt.Errorf("%w %s: %w", errStaticForward, item.Bname, err)
+	}
+	if !b.register.hasNameServers() {
+		return fail(errors.New("no name server to find it"))
+	}
+	route, err := namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.PreferAvailable(), topic, routeTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	addr := ""
+	for _, bd := range route.BrokerDatas {
+		if bd.BrokerName == item.Bname {
+			addr = bd.BrokerAddrs[namesrv.MasterID]
+		}
+	}
+	if addr == "" {
+		return fail(fmt.Errorf("the route of %s has no master of it", topic))
+	}
+	ext := maps.Clone(req.ExtFields)
+	if ext == nil {
+		ext = map[string]string{}
+	}
+	maps.Copy(ext, set)
+	ext["lo"], ext["bname"], ext["queueId"] = "false", item.Bname, strconv.Itoa(int(item.QueueID))
+	pool, err := b.staticLink.get(b.newEscapePool)
+	if err != nil {
+		return fail(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, staticForwardTimeout)
+	defer cancel()
+	resp, err := pool.Invoke(cctx, addr, remoting.NewRequest(req.Code, ext, req.Body))
+	if err != nil {
+		pool.CloseAddr(addr)
+		return fail(fmt.Errorf("%s: %w", addr, err))
+	}
+	return resp, nil
+}
+
+// forwardedAnswer is the answer to req carrying what resp, another
+// group's answer, says.
+func forwardedAnswer(req, resp *remoting.Command) *remoting.Command {
+	out := remoting.NewResponse(req, resp.Code, resp.Remark)
+	out.ExtFields = resp.ExtFields
+	out.Body = resp.Body
+	return out
+}
+
+// forwardOffset forwards an offset request for item and returns the
+// offset answered; resp is the answer to give when it is not a success
+// with an offset.
+func (b *Broker) forwardOffset(ctx context.Context, req *remoting.Command, c *staticCtx, item meta.LogicQueueMappingItem, set map[string]string) (int64, *remoting.Command) {
+	resp, err := b.forward(ctx, req, c.detail.Topic, item, set)
+	if err != nil {
+		return 0, remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	if resp.Code != remoting.Success {
+		return 0, forwardedAnswer(req, resp)
+	}
+	off, err := remoting.Header(resp.ExtFields).Int64("offset")
+	if err != nil {
+		return 0, remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("answer of broker %s: %v", item.Bname, err))
+	}
+	return off, nil
+}
 
 // staticCtx is what a request on a static topic's logic queue finds of
 // the topic's mapping (RocketMQ's TopicQueueMappingContext).
@@ -66,15 +145,6 @@ func (c *staticCtx) local(item meta.LogicQueueMappingItem) bool { return item.Bn
 func (c *staticCtx) notLeader(req *remoting.Command) *remoting.Command {
 	return remoting.NewResponse(req, remoting.NotLeaderForQueue,
 		fmt.Sprintf("%s-%d does not exit in request process of current broker %s", c.detail.Topic, c.globalID, c.detail.Bname))
-}
-
-// forwardRefusal answers a request that RocketMQ would forward to the
-// broker group of item.
-func (b *Broker) forwardRefusal(req *remoting.Command, c *staticCtx, item meta.LogicQueueMappingItem) *remoting.Command {
-	b.log.Warn().Str("topic", c.detail.Topic).Int32("logicQueue", c.globalID).Str("itemBroker", item.Bname).
-		Int32("code", req.Code).Msg("static topic request needs another broker group: refused")
-	return remoting.NewResponse(req, remoting.SystemError,
-		fmt.Sprintf("%v: %s-%d item gen %d is on broker %s", errStaticForward, c.detail.Topic, c.globalID, item.Gen, item.Bname))
 }
 
 // staticContext returns the mapping context of a request on logic queue
@@ -161,10 +231,15 @@ func (b *Broker) staticMaxOffset(ctx context.Context, conn *remoting.Conn, req *
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID))
 	}
-	if !c.local(maxItem) {
-		return b.forwardRefusal(req, c, maxItem)
+	var off int64
+	var resp *remoting.Command
+	if c.local(maxItem) {
+		off, resp = localQueueOffset(ctx, conn, req, leader.QueueID, next)
+	} else {
+		// RocketMQ asks with the leader's queue id; the item's is the
+		// one of that group.
+		off, resp = b.forwardOffset(ctx, req, c, maxItem, nil)
 	}
-	off, resp := localQueueOffset(ctx, conn, req, leader.QueueID, next)
 	if resp != nil {
 		return resp
 	}
@@ -181,10 +256,13 @@ func (b *Broker) staticMinOffset(ctx context.Context, conn *remoting.Conn, req *
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID))
 	}
-	if !c.local(item) {
-		return b.forwardRefusal(req, c, item)
+	var off int64
+	var resp *remoting.Command
+	if c.local(item) {
+		off, resp = localQueueOffset(ctx, conn, req, item.QueueID, next)
+	} else {
+		off, resp = b.forwardOffset(ctx, req, c, item, nil)
 	}
-	off, resp := localQueueOffset(ctx, conn, req, item.QueueID, next)
 	if resp != nil {
 		return resp
 	}
@@ -205,7 +283,11 @@ func (b *Broker) staticEarliestStoreTime(ctx context.Context, conn *remoting.Con
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID))
 	}
 	if !c.local(item) {
-		return b.forwardRefusal(req, c, item)
+		resp, err := b.forward(ctx, req, c.detail.Topic, item, nil)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		return forwardedAnswer(req, resp)
 	}
 	return next(ctx, conn, withFields(req, map[string]string{"queueId": fmt.Sprint(item.QueueID), "lo": "false"}))
 }
@@ -223,7 +305,16 @@ func (b *Broker) staticSearchOffset(ctx context.Context, conn *remoting.Conn, re
 			continue
 		}
 		if !c.local(item) {
-			return b.forwardRefusal(req, c, item)
+			// As RocketMQ: another group's offset counts when it falls in
+			// the item, and the search goes on.
+			off, resp := b.forwardOffset(ctx, req, c, item, nil)
+			if resp != nil {
+				return resp
+			}
+			if off >= 0 && !(item.EndDecided() && off >= item.EndOffset) {
+				offset = item.StaticOffsetStrictly(off)
+			}
+			continue
 		}
 		off, resp := localQueueOffset(ctx, conn, req, item.QueueID, next)
 		if resp != nil {
@@ -260,7 +351,20 @@ func (b *Broker) staticQueryConsumerOffset(ctx context.Context, conn *remoting.C
 	for i := len(c.items) - 1; i >= 0; i-- {
 		item := c.items[i]
 		if !c.local(item) {
-			return b.forwardRefusal(req, c, item)
+			resp, err := b.forward(ctx, req, c.detail.Topic, item, map[string]string{"setZeroIfNotFound": "false"})
+			switch {
+			case err != nil:
+				return remoting.NewResponse(req, remoting.SystemError, err.Error())
+			case resp.Code == remoting.QueryNotFound:
+				continue
+			case resp.Code != remoting.Success:
+				return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("Unknown response code %d", resp.Code))
+			}
+			off, err := remoting.Header(resp.ExtFields).Int64("offset")
+			if err != nil {
+				return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("answer of broker %s: %v", item.Bname, err))
+			}
+			return offsetResponse(req, item.StaticOffsetStrictly(off))
 		}
 		off, ok, err := b.consumerOffset(group, c.detail.Topic, item.QueueID)
 		if err != nil {
@@ -288,12 +392,15 @@ func (b *Broker) staticUpdateConsumerOffset(ctx context.Context, conn *remoting.
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID))
 	}
+	set := map[string]string{"queueId": fmt.Sprint(item.QueueID), "lo": "false", "commitOffset": fmt.Sprint(item.PhysicalOffset(off))}
 	if !c.local(item) {
-		return b.forwardRefusal(req, c, item)
+		resp, err := b.forward(ctx, req, c.detail.Topic, item, set)
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		return forwardedAnswer(req, resp)
 	}
-	return next(ctx, conn, withFields(req, map[string]string{
-		"queueId": fmt.Sprint(item.QueueID), "lo": "false", "commitOffset": fmt.Sprint(item.PhysicalOffset(off)),
-	}))
+	return next(ctx, conn, withFields(req, set))
 }
 
 // staticSend is what a send to a static topic's logic queue keeps for its
@@ -342,7 +449,7 @@ type staticPull struct {
 // rewriteStaticPull turns a pull of a static topic's logic queue into one
 // of the physical queue of the item holding the offset. resp refuses one
 // this group cannot serve.
-func (b *Broker) rewriteStaticPull(req *remoting.Command, p *pullHeader) (*remoting.Command, error) {
+func (b *Broker) rewriteStaticPull(ctx context.Context, req *remoting.Command, p *pullHeader) (*remoting.Command, error) {
 	c, err := b.staticContext(remoting.Header(req.ExtFields), p.topic, p.queueID, false)
 	if err != nil || c == nil {
 		return nil, err
@@ -355,14 +462,25 @@ func (b *Broker) rewriteStaticPull(req *remoting.Command, p *pullHeader) (*remot
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID)), nil
 	}
-	if !c.local(item) {
-		return b.forwardRefusal(req, c, item), nil
-	}
 	p.static = &staticPull{ctx: c, current: item, logicOffset: p.queueOffset}
 	p.queueID = item.QueueID
 	p.queueOffset = item.PhysicalOffset(p.queueOffset)
 	if item.EndDecided() {
 		p.maxMsgNums = int32(min(item.EndOffset-item.StartOffset, int64(p.maxMsgNums)))
+	}
+	if !c.local(item) {
+		// Read from the group that holds the item, neither held there
+		// nor committing (RocketMQ clears both flags).
+		resp, err := b.forward(ctx, req, c.detail.Topic, item, map[string]string{
+			"queueOffset": strconv.FormatInt(p.queueOffset, 10), "maxMsgNums": strconv.Itoa(int(p.maxMsgNums)),
+			"sysFlag": strconv.Itoa(int(p.sysFlag &^ (pullSuspend | pullCommitOffset))),
+		})
+		if err != nil {
+			return remoting.NewResponse(req, remoting.SystemError, err.Error()), nil
+		}
+		out := forwardedAnswer(req, resp)
+		p.static.rewriteAnswer(out)
+		return out, nil
 	}
 	// The commit offset rides along as a logic offset: stored on the
 	// physical queue only when it falls in the item read (else RocketMQ's

@@ -222,3 +222,72 @@ func TestStaticTopicOnOneBroker(t *testing.T) {
 		t.Fatalf("send to the ordinary topic: %d %s", r.Code, r.Remark)
 	}
 }
+
+// A static topic's logic queue moved from broker-b to broker-a: broker-a
+// forwards what concerns the old item to broker-b (its messages, its
+// minimum, a commit and a query of an offset in it) and answers in logic
+// offsets; broker-b refuses a send to the queue it no longer leads.
+func TestStaticTopicForwardsToTheOldGroup(t *testing.T) {
+	ns := startNameServerAt(t, "127.0.0.1:0", time.Now, nil)
+	ta := startTestBroker(t, map[string]string{"brokerName": "broker-a", "namesrvAddr": ns.Addr().String()})
+	tb := startTestBroker(t, map[string]string{"brokerName": "broker-b", "namesrvAddr": ns.Addr().String()})
+	ca, cb := ta.client(nil), tb.client(nil)
+	const topic = "moved-topic"
+	item := func(bname string, gen int32, logic, end int64) meta.LogicQueueMappingItem {
+		it := staticItem(gen, 0, logic, 0, end)
+		it.Bname = bname
+		return it
+	}
+	onB := meta.NewTopicQueueMappingDetail(topic, 1, "broker-b", 1000)
+	onB.HostedQueues[0] = []meta.LogicQueueMappingItem{item("broker-b", 0, 0, -1)}
+	if r := updateStatic(t, cb, 1, onB); r.Code != remoting.Success {
+		t.Fatalf("create on broker-b: %d %s", r.Code, r.Remark)
+	}
+	for i := range 2 {
+		mustSend(t, cb, topic, 0, "old-"+strconv.Itoa(i), "")
+	}
+	tb.caughtUp()
+	moved := []meta.LogicQueueMappingItem{item("broker-b", 0, 0, 2), item("broker-a", 1, 10, -1)}
+	for _, c := range []struct {
+		cl    *remoting.Client
+		bname string
+	}{{cb, "broker-b"}, {ca, "broker-a"}} {
+		d := meta.NewTopicQueueMappingDetail(topic, 1, c.bname, 2000)
+		d.HostedQueues[0] = moved
+		if r := updateStatic(t, c.cl, 1, d); r.Code != remoting.Success {
+			t.Fatalf("move onto broker-a (%s): %d %s", c.bname, r.Code, r.Remark)
+		}
+	}
+	if r := sendV2(t, cb, topic, 0, "x", ""); r.Code != remoting.NotLeaderForQueue {
+		t.Fatalf("send to broker-b after the move: %d %s, want NOT_LEADER_FOR_QUEUE", r.Code, r.Remark)
+	}
+	if r := mustSend(t, ca, topic, 0, "new", ""); header(t, r, "queueOffset") != 10 {
+		t.Fatalf("send to broker-a answered offset %d, want 10", header(t, r, "queueOffset"))
+	}
+	ta.caughtUp()
+
+	ensureGroup(t, ca, "g")
+	ensureGroup(t, cb, "g")
+	r := call(t, ca, remoting.PullMessage, pullReq("g", topic, 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("pull of the old item through broker-a: %d %s", r.Code, r.Remark)
+	}
+	if msgs := decodeRecords(t, r.Body); len(msgs) != 2 || string(msgs[0].Body) != "old-0" {
+		t.Fatalf("pull of the old item: %d messages", len(msgs))
+	}
+	if next := header(t, r, "nextBeginOffset"); next != 2 {
+		t.Fatalf("nextBeginOffset %d, want 2", next)
+	}
+	if r := call(t, ca, remoting.GetMinOffset, map[string]string{"topic": topic, "queueId": "0"}, nil); r.Code != remoting.Success || header(t, r, "offset") != 0 {
+		t.Fatalf("min offset through broker-a: %d %s %v", r.Code, r.Remark, r.ExtFields)
+	}
+	// A commit in the old item is stored on broker-b, physically; the
+	// query through broker-a finds none on its own item and asks broker-b.
+	commit(t, ca, "g", topic, 0, 1)
+	if got := committedOffset(t, ca, "g", topic, 0); got != 1 {
+		t.Fatalf("offset through broker-a %d, want 1", got)
+	}
+	if r := call(t, cb, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "g", "topic": topic, "queueId": "0", "lo": "false"}, nil); header(t, r, "offset") != 1 {
+		t.Fatalf("broker-b's physical offset: %v", r.ExtFields)
+	}
+}

@@ -63,7 +63,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertBool[Broker]("flushCommitLogTimed", "the async flusher runs every flushIntervalCommitLog; RocketMQ's false matters only with wakeFlushWhenPutMessage, which rocketkv does not have"),
 	inertInt[Broker]("flushConsumeQueueThoroughInterval", "the file ConsumeQueue is flushed completely every flushIntervalConsumeQueue; there are no partial flushes to complete"),
 	inertInt[Broker]("flushLeastPagesWhenWarmMapedFile", "new CommitLog segments are prefaulted with madvise 16 MiB ahead of the write position; no zeros are written and flushed while warming"),
-	inertInt[Broker]("forwardTimeout", "a static topic's request whose item is on another broker group is answered SYSTEM_ERROR rather than forwarded there (README, \"Static topics\"), so there is no forwarding to time"),
+	inertInt[Broker]("forwardTimeout", "a static topic's request forwarded to another broker group waits at most 3 s, RocketMQ's default (README, \"Static topics\")"),
 	inertBool[Broker]("isBrokerContainer", "RocketMQ reads no such key: it is a field name its configuration dumps print, set only by a broker container"),
 	inertBool[Broker]("isInBrokerContainer", "RocketMQ reads no key of this spelling (its setter's key is inBrokerContainer, and BrokerStartup sets it false anyway); configuration dumps print it"),
 	inertBool[Broker]("isScanAvailableNameSrv", "RocketMQ reads no key of this spelling (its setter's key is scanAvailableNameSrv); configuration dumps print it"),
