@@ -509,10 +509,25 @@ func (b *Broker) processGetAllTopicConfig(_ context.Context, _ *remoting.Conn, r
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	// RocketMQ's TopicConfigAndMappingSerializeWrapper: the static topics'
+	// mappings of the topics answered, for slaves and mqadmin.
+	mappingVersion := b.mappings.Version()
+	details := map[string]meta.TopicQueueMappingDetail{}
+	if err := b.mappings.Each(func(d meta.TopicQueueMappingDetail) bool {
+		if _, ok := table[d.Topic]; ok {
+			details[d.Topic] = d
+		}
+		return true
+	}); err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
 	return withTotal(jsonResponse(req, struct {
-		TopicConfigTable map[string]meta.TopicConfig `json:"topicConfigTable"`
-		DataVersion      meta.DataVersion            `json:"dataVersion"`
-	}{table, version}), fieldTotalTopicNum, total)
+		TopicConfigTable           map[string]meta.TopicConfig             `json:"topicConfigTable"`
+		DataVersion                meta.DataVersion                        `json:"dataVersion"`
+		MappingDataVersion         meta.DataVersion                        `json:"mappingDataVersion"`
+		TopicQueueMappingDetailMap map[string]meta.TopicQueueMappingDetail `json:"topicQueueMappingDetailMap"`
+		TopicQueueMappingInfoMap   struct{}                                `json:"topicQueueMappingInfoMap"`
+	}{table, version, mappingVersion, details, struct{}{}}), fieldTotalTopicNum, total)
 }
 
 // processCreateGroup answers UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.

@@ -529,6 +529,9 @@ func (b *Broker) applyMasterTopics(body []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := b.applyMasterMappings(body); err != nil {
+		return err
+	}
 	if sameVersion(b.topics.table.Version(), version) {
 		return nil
 	}

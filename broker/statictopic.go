@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -697,4 +699,43 @@ func (b *Broker) staticMappingInfos(topics func(string) bool) (map[string][]byte
 		return true
 	})
 	return infos, errors.Join(err, encErr)
+}
+
+// applyMasterMappings replaces the static topics' mappings with the
+// master's (the topicQueueMappingDetailMap of its GET_ALL_TOPIC_CONFIG
+// answer) when the master's mappingDataVersion differs from ours, as
+// RocketMQ's SlaveSynchronize.syncTopicConfig does. An answer without the
+// map (an older master) changes nothing.
+func (b *Broker) applyMasterMappings(body []byte) error {
+	var wrapper struct {
+		Details map[string]json.RawMessage `json:"topicQueueMappingDetailMap"`
+		Version *meta.DataVersion          `json:"mappingDataVersion"`
+	}
+	if err := adminbody.UnmarshalFastjson(body, &wrapper); err != nil {
+		return fmt.Errorf("the master's static topic mappings: %w", err)
+	}
+	if wrapper.Details == nil {
+		return nil
+	}
+	var version meta.DataVersion
+	if wrapper.Version != nil {
+		version = *wrapper.Version
+		if sameVersion(b.mappings.Version(), version) {
+			return nil
+		}
+	}
+	details := make([]meta.TopicQueueMappingDetail, 0, len(wrapper.Details))
+	for topic, raw := range wrapper.Details {
+		d, err := meta.DecodeTopicQueueMappingDetail(raw)
+		if err != nil {
+			return fmt.Errorf("the master's static topic mapping of %s: %w", topic, err)
+		}
+		details = append(details, d)
+	}
+	removed, err := b.mappings.Replace(details, version)
+	if err != nil {
+		return fmt.Errorf("copy the master's static topic mappings: %w", err)
+	}
+	b.log.Debug().Int("mappings", len(details)).Int("removed", len(removed)).Msg("static topic mappings copied from the master")
+	return nil
 }

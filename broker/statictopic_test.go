@@ -291,3 +291,28 @@ func TestStaticTopicForwardsToTheOldGroup(t *testing.T) {
 		t.Fatalf("broker-b's physical offset: %v", r.ExtFields)
 	}
 }
+
+// A slave copies its master's static topic mappings with the topics
+// (GET_ALL_TOPIC_CONFIG's topicQueueMappingDetailMap), and their removal.
+func TestSlaveSyncCopiesStaticTopicMappings(t *testing.T) {
+	master := startTestBroker(t, map[string]string{"brokerName": "broker-a"})
+	slave := startTestBroker(t, map[string]string{"brokerName": "broker-a"})
+	mc := master.client(nil)
+	d := meta.NewTopicQueueMappingDetail("SlaveST", 1, "broker-a", 1000)
+	d.HostedQueues[0] = []meta.LogicQueueMappingItem{staticItem(0, 0, 0, 0, -1)}
+	if r := updateStatic(t, mc, 1, d); r.Code != remoting.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	syncSlave(t, slave, master)
+	got, ok, err := slave.mappings.Get("SlaveST")
+	if err != nil || !ok || !reflect.DeepEqual(got, d) {
+		t.Fatalf("the slave's mapping %+v (%v, %v), want %+v", got, ok, err, d)
+	}
+	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "SlaveST"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete: %d %s", r.Code, r.Remark)
+	}
+	syncSlave(t, slave, master)
+	if _, ok, err := slave.mappings.Get("SlaveST"); err != nil || ok {
+		t.Fatalf("the slave kept the mapping of a deleted topic (%v)", err)
+	}
+}
