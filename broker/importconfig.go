@@ -60,7 +60,7 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 			return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
-			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).Int("forbiddenGroups", counts[6]).
+			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).Int("forbiddenGroups", counts[6]).Int("staticTopics", counts[7]).
 			Msg("imported the config of the RocketMQ store")
 	}
 	for _, note := range c.NotCarried {
@@ -621,7 +621,7 @@ func (b *Broker) dropRocketMQDeletedTopics() error {
 // groups, consumer offsets, delay offsets, request modes, orderly POP
 // batches and groups' forbidden entries it wrote; now (ms) ages the
 // batches.
-func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [7]int, err error) {
+func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [8]int, err error) {
 	topics, err := db.Topics(len(c.Topics) + 1)
 	if err != nil {
 		return counts, err
@@ -641,6 +641,13 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [7]int,
 		return counts, err
 	}
 	if counts[6], err = putAbsent(c.Forbidden, forbidden.Get, forbidden.Put, func(f meta.GroupForbidden) string { return f.Group }); err != nil {
+		return counts, err
+	}
+	mappings, err := db.TopicQueueMappings(len(c.QueueMappings) + 1)
+	if err != nil {
+		return counts, err
+	}
+	if counts[7], err = putAbsent(c.QueueMappings, mappings.Get, mappings.Put, func(d meta.TopicQueueMappingDetail) string { return d.Topic }); err != nil {
 		return counts, err
 	}
 	offsets := db.ConsumerOffsets()

@@ -290,17 +290,21 @@ func TestOpenRocketMQStoreRefusesKVPopState(t *testing.T) {
 	}
 }
 
-// A RocketMQ store with static topics and LMQ offsets opens with a warning
-// naming each, since neither moves with the store.
+// A RocketMQ store with LMQ offsets opens with a warning naming them,
+// since they do not move with the store; its static topics' mappings
+// (topicQueueMapping.json) do.
 func TestOpenRocketMQStoreWarnsWhatIsNotCarried(t *testing.T) {
 	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
-	writeRocketMQConfig(t, store, "topicQueueMapping.json", `{"topicQueueMappingInfoMap":{"StaticA":{"bname":"broker-a"}}}`)
+	writeRocketMQConfig(t, store, "topicQueueMapping.json", `{"topicQueueMappingInfoMap":{"StaticA":{"bname":"broker-a","epoch":3,"topic":"StaticA","totalQueues":1}}}`)
 	writeRocketMQConfig(t, store, "lmqConsumerOffset.json", `{"lmqOffsetTable":{"%LMQ%x@g":4}}`)
 	logs := &testutil.SyncBuffer{}
-	startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
+	tb := startTestBrokerWith(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"}, func(b *Broker) {
 		b.root = zerolog.New(logs)
 	})
-	for _, want := range []string{"1 static topics (StaticA)", "1 consumer offsets (of light message queues"} {
+	if d, ok, err := tb.mappings.Get("StaticA"); err != nil || !ok || d.Epoch != 3 || d.Bname != "broker-a" {
+		t.Errorf("the static topic's mapping was not imported: %+v %v %v", d, ok, err)
+	}
+	for _, want := range []string{"1 consumer offsets (of light message queues"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("no warning with %q in the broker's log:\n%s", want, logs.String())
 		}

@@ -1,31 +1,50 @@
 package rmqconfig
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
-// Files of features rocketkv does not have: their content is read only to
-// tell the operator what does not move with the store (Config.NotCarried).
+// topicQueueMapping.json holds the static topics' mappings, carried over
+// (Config.QueueMappings):
 //
 //	topicQueueMapping.json  {"dataVersion":{...},"topicQueueMappingInfoMap":{"<topic>":{TopicQueueMappingDetail}}}
 //	                        static topics: logical queues mapped onto brokers' physical ones
+//
+// Files of features rocketkv does not have: their content is read only to
+// tell the operator what does not move with the store (Config.NotCarried).
+//
 //	lmqConsumerOffset.json  {"offsetTable":{...},"lmqOffsetTable":{"<key>":<offset>}}
 //	                        every consumer offset of a broker with enableLmq (light message
 //	                        queues, used by RocketMQ MQTT); carried with ReadOptions.LMQ
 
+// parseQueueMappings reads topicQueueMapping.json's static topic
+// mappings (Config.QueueMappings), in topic order; a mapping without its
+// topic takes its key's.
 func (c *Config) parseQueueMappings(data []byte) error {
-	topics, err := tableKeys(data, "topicQueueMappingInfoMap")
-	if err != nil {
+	var w struct {
+		Table map[string]json.RawMessage `json:"topicQueueMappingInfoMap"`
+	}
+	if err := adminbody.UnmarshalFastjson(data, &w); err != nil {
 		return err
 	}
-	if len(topics) > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("topicQueueMapping.json: the logical queues of %d static topics (%s) are not carried over; rocketkv serves their physical queues",
-			len(topics), names(topics)))
+	for _, topic := range slices.Sorted(maps.Keys(w.Table)) {
+		d, err := meta.DecodeTopicQueueMappingDetail(w.Table[topic])
+		if err != nil {
+			return fmt.Errorf("static topic %s: %w", topic, err)
+		}
+		if d.Topic == "" {
+			d.Topic = topic
+		}
+		c.QueueMappings = append(c.QueueMappings, d)
 	}
 	return nil
 }

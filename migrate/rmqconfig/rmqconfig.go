@@ -61,7 +61,10 @@ type Config struct {
 	// Forbidden is subscriptionGroup.json's forbiddenTable: what groups
 	// may not do on topics, in group order.
 	Forbidden []meta.GroupForbidden
-	Offsets   []Offset
+	// QueueMappings are topicQueueMapping.json's static topic mappings,
+	// in topic order.
+	QueueMappings []meta.TopicQueueMappingDetail
+	Offsets       []Offset
 	// RequestModes are the groups switched to POP (or back to PULL) with
 	// SET_MESSAGE_REQUEST_MODE, in topic and group order.
 	RequestModes []RequestMode
@@ -83,8 +86,8 @@ type Config struct {
 	// timercheck is too short to hold it.
 	TimerQueueOffset int64
 	// NotCarried says, one line per file, what the store holds that
-	// rocketkv does not take over (features it does not have: static
-	// topics, LMQ; entries of negative queue ids; a file read from its
+	// rocketkv does not take over (features it does not have: LMQ
+	// offsets without enableLmq; entries of negative queue ids; a file read from its
 	// backup because it was unreadable); the broker logs each line when
 	// it imports the store.
 	NotCarried []string

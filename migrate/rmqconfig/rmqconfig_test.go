@@ -395,10 +395,13 @@ func TestCheckPopState(t *testing.T) {
 }
 
 // The files of features rocketkv lacks are reported on, not imported and
-// not fatal: static topics, LMQ offsets, and an unreadable one of them.
+// not fatal: LMQ offsets, and an unreadable file of them or of static
+// topics. Static topics' mappings are read (in topic order, bare integer
+// keys as fastjson writes them, a missing topic taken from the key).
 func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	root, write := configDir(t)
-	write("topicQueueMapping.json", `{"dataVersion":{"counter":1,"timestamp":1},"topicQueueMappingInfoMap":{"StaticB":{"bname":"b"},"StaticA":{"bname":"b"}}}`)
+	write("topicQueueMapping.json", `{"dataVersion":{"counter":1,"timestamp":1},"topicQueueMappingInfoMap":{"StaticB":{"bname":"b","topic":"StaticB"},`+
+		`"StaticA":{"bname":"b","epoch":7,"hostedQueues":{0:[{"bname":"b","gen":0,"logicOffset":0,"queueId":1,"startOffset":0}]},"totalQueues":1}}}`)
 	write("lmqConsumerOffset.json", `{"offsetTable":{"%LMQ%x@g":{0:3}},"lmqOffsetTable":{"%LMQ%y@g":4,"%LMQ%z@g":5}}`)
 	write("topics.json", `{"topicConfigTable":{"Plain":{"topicName":"Plain","attributes":{"message.type":"FIFO"}},
 		"Batched":{"topicName":"Batched","attributes":{"queue.type":"BatchCQ"}},
@@ -407,8 +410,11 @@ func TestReadReportsWhatIsNotCarried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(c.QueueMappings) != 2 || c.QueueMappings[0].Topic != "StaticA" || c.QueueMappings[1].Topic != "StaticB" ||
+		c.QueueMappings[0].Epoch != 7 || c.QueueMappings[0].HostedQueues[0][0].QueueID != 1 || c.QueueMappings[0].HostedQueues[0][0].EndOffset != -1 {
+		t.Fatalf("static topic mappings %+v", c.QueueMappings)
+	}
 	want := []string{
-		"topicQueueMapping.json: the logical queues of 2 static topics (StaticA, StaticB) are not carried over; rocketkv serves their physical queues",
 		"lmqConsumerOffset.json: 3 consumer offsets (of light message queues, or other than consumerOffset.json's) are not carried over: the RocketMQ broker ran with enableLmq, and rocketkv reads them with enableLmq=true",
 		"topics.json: 1 BatchCQ topics (Batched): rocketkv has no batch ConsumeQueue and indexes each batch record as one message at its first offset, so consumers cannot read these topics as RocketMQ numbered them; drain them before the move",
 		"topics.json: 1 compacted topics (cleanup.policy=COMPACTION: Compacted): rocketkv compacts them from the messages still in the CommitLog; RocketMQ's compaction logs (compaction/) are not read, so a key whose newest message left the CommitLog is not carried over",
