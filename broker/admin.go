@@ -375,6 +375,9 @@ func (b *Broker) deleteTopic(topic string) error {
 	if err := b.mappings.Delete(topic); err != nil {
 		return err
 	}
+	if err := b.refreshStaticNames(); err != nil {
+		return err
+	}
 	b.deletionStep(stepTopicConfigDeleted)
 	if err := b.dropTopicQueues(topic); err != nil {
 		return err

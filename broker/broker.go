@@ -133,10 +133,18 @@ type Broker struct {
 	// mappingMu serialises their updates.
 	mappings  *kvindex.TopicQueueMappings
 	mappingMu sync.Mutex
-	offsets   *kvindex.ConsumerOffsets
-	clients   *clientManager
-	locks     *lockManager
-	holds     *pullHolds
+	// staticNames is the set of topics with a mapping, read by every send
+	// and pull (a topic outside it is not looked up in mappings, whose
+	// cache a million plain topics would churn); refreshStaticNames
+	// rebuilds it after each change of mappings.
+	staticNames atomic.Pointer[map[string]struct{}]
+	// staticNamesMu makes the rebuilds one at a time, so the last one
+	// stored read the table after every change before it.
+	staticNamesMu sync.Mutex
+	offsets       *kvindex.ConsumerOffsets
+	clients       *clientManager
+	locks         *lockManager
+	holds         *pullHolds
 	// coldReads counts the groups' cold reads (cold-data flow control);
 	// coldHolds holds back the pulls it limits.
 	coldReads *coldReads
@@ -821,6 +829,9 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return err
 	}
 	if b.mappings, err = db.TopicQueueMappings(0); err != nil {
+		return err
+	}
+	if err := b.refreshStaticNames(); err != nil {
 		return err
 	}
 	if b.forbidden, err = newForbiddenGroups(forbidden); err != nil {

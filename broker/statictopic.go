@@ -158,7 +158,7 @@ func (b *Broker) staticContext(h remoting.Header, topic string, queueID int32, s
 	if lo, ok := h["lo"]; ok && !strings.EqualFold(lo, "true") {
 		return nil, nil
 	}
-	if b.mappings == nil {
+	if b.mappings == nil || !b.isStaticTopic(topic) {
 		return nil, nil
 	}
 	d, ok, err := b.mappings.Get(topic)
@@ -173,6 +173,33 @@ func (b *Broker) staticContext(h remoting.Header, topic string, queueID int32, s
 		c.items = d.HostedQueues[c.globalID]
 	}
 	return c, nil
+}
+
+// isStaticTopic reports whether topic has a queue mapping, by the set
+// refreshStaticNames keeps.
+func (b *Broker) isStaticTopic(topic string) bool {
+	names := b.staticNames.Load()
+	if names == nil {
+		return false
+	}
+	_, ok := (*names)[topic]
+	return ok
+}
+
+// refreshStaticNames rebuilds the set of topics with a mapping from the
+// mappings table (a handful of static topics, read after each change).
+func (b *Broker) refreshStaticNames() error {
+	b.staticNamesMu.Lock()
+	defer b.staticNamesMu.Unlock()
+	names := map[string]struct{}{}
+	if err := b.mappings.Each(func(d meta.TopicQueueMappingDetail) bool {
+		names[d.Topic] = struct{}{}
+		return true
+	}); err != nil {
+		return fmt.Errorf("list the static topics: %w", err)
+	}
+	b.staticNames.Store(&names)
+	return nil
 }
 
 // withFields returns a copy of req whose header has the fields of set
@@ -657,6 +684,9 @@ func (b *Broker) processUpdateStaticTopic(_ context.Context, _ *remoting.Conn, r
 	if err := b.mappings.Put(merged); err != nil {
 		return fail(remoting.SystemError, "%v", err)
 	}
+	if err := b.refreshStaticNames(); err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
 	// The registration carries the mapping with the topics' data version:
 	// a new one makes the name servers take it.
 	if err := b.topics.table.Touch(); err != nil {
@@ -735,6 +765,9 @@ func (b *Broker) applyMasterMappings(body []byte) error {
 	removed, err := b.mappings.Replace(details, version)
 	if err != nil {
 		return fmt.Errorf("copy the master's static topic mappings: %w", err)
+	}
+	if err := b.refreshStaticNames(); err != nil {
+		return err
 	}
 	b.log.Debug().Int("mappings", len(details)).Int("removed", len(removed)).Msg("static topic mappings copied from the master")
 	return nil
