@@ -105,8 +105,14 @@ type Proxy struct {
 	// for brokers that check ACL.
 	EnableAclRPCHookForClusterMode       bool
 	InnerClientAuthenticationCredentials string
-	// TLS is the gRPC port's TLS (RocketMQ's tls.server.* keys).
+	// TLS is the gRPC port's TLS (RocketMQ's tls.server.* keys) and
+	// that of the proxy's connections to brokers and name servers when
+	// it dials them with TLS (tls.client.*).
 	TLS TLS
+	// TLSEnable is tls.enable (useTLS): whether the proxy dials brokers
+	// and name servers with TLS. "true" or "false"; empty (the default)
+	// follows RocketMQ's proxy: TLS when tls.server.mode is enforcing.
+	TLSEnable string
 	// TLSTestModeEnable, TLSCertPath and TLSKeyPath are RocketMQ proxy's
 	// own certificate keys for its gRPC port (tlsTestModeEnable,
 	// tlsCertPath, tlsKeyPath): with test mode off and no
@@ -205,7 +211,8 @@ var proxyFields = slices.Concat([]field[Proxy]{
 	boolean("enableAclRpcHookForClusterMode", "false", func(p *Proxy) *bool { return &p.EnableAclRPCHookForClusterMode }),
 	checkedSecret("innerClientAuthenticationCredentials", func(raw string) error { _, _, err := ParseInnerCredentials(raw); return err },
 		func(p *Proxy) *string { return &p.InnerClientAuthenticationCredentials }),
-}, tlsServerFields(func(p *Proxy) *TLS { return &p.TLS }), []field[Proxy]{
+}, tlsServerFields(func(p *Proxy) *TLS { return &p.TLS }), tlsClientFields(func(p *Proxy) *TLS { return &p.TLS }), []field[Proxy]{
+	tlsEnableField(func(p *Proxy) *string { return &p.TLSEnable }),
 	boolean("tlsTestModeEnable", "true", func(p *Proxy) *bool { return &p.TLSTestModeEnable }),
 	str("tlsCertPath", "", func(p *Proxy) *string { return &p.TLSCertPath }),
 	str("tlsKeyPath", "", func(p *Proxy) *string { return &p.TLSKeyPath }),
@@ -321,6 +328,12 @@ const proxyNameServerSeps = ";,"
 // NamesrvAddrs splits namesrvAddr at ';' (and ','), trimming spaces and
 // dropping blanks.
 func (p *Proxy) NamesrvAddrs() []string { return splitNameServers(p.NamesrvAddr, proxyNameServerSeps) }
+
+// DialTLS reports whether the proxy dials brokers and name servers with
+// TLS: tls.enable, or when it is empty, whether tls.server.mode is
+// enforcing, as RocketMQ's proxy defaults the useTLS of its clients
+// (NettyClientConfig).
+func (p *Proxy) DialTLS() bool { return DialTLS(p.TLSEnable, p.TLS.Mode) }
 
 // Settings returns every key's current value as text under its canonical
 // name.

@@ -102,8 +102,8 @@ type Config struct {
 	// MaxRecvMsgSize bounds one gRPC request (grpcMaxInboundMessageSize,
 	// 130 MiB).
 	MaxRecvMsgSize int
-	// Remoting configures the connections to brokers and name servers
-	// (TLS, for example).
+	// Remoting configures the connections to brokers and name servers:
+	// its TLS, when set, dials them with TLS (tls.enable, tls.client.*).
 	Remoting remoting.ClientOptions
 	// TLSMode and TLS are the gRPC port's TLS (RocketMQ's tls.server.*
 	// keys): disabled serves plaintext, permissive both on one port,
@@ -286,6 +286,11 @@ func ConfigFrom(p configs.Proxy, log zerolog.Logger) (Config, error) {
 			c.CertWatch = CertWatch{Interval: p.TLSCertWatchInterval, CertPath: resolved.CertPath,
 				KeyPath: resolved.KeyPath, KeyPassword: resolved.KeyPassword}
 		}
+	}
+	// The connections to brokers and name servers (tls.enable,
+	// tls.client.*), as RocketMQ's proxy dials them.
+	if c.Remoting.TLS, err = tlsconf.Client("proxy", p.DialTLS(), p.TLS, log.With().Str("component", "grpcproxy").Logger()); err != nil {
+		return c, err
 	}
 	c.Addr = p.ListenAddr()
 	c.NamesrvAddrs = p.NamesrvAddrs()
