@@ -23,23 +23,14 @@ import (
 // client certificates signed by the CA of caPath unless that is empty.
 func startTLSNamesrv(t *testing.T, mode, certPath, keyPath, caPath string) string {
 	t.Helper()
-	cfg := namesrv.DefaultConfig()
-	cfg.Remoting.Addr = "127.0.0.1:0"
-	cfg.Remoting.EventLoops = 1
-	cfg.TLS.Mode, cfg.TLS.ConfigFile = mode, ""
-	cfg.TLS.CertPath, cfg.TLS.KeyPath = certPath, keyPath
-	if caPath != "" {
-		cfg.TLS.NeedClientAuth, cfg.TLS.AuthClient, cfg.TLS.TrustCertPath = "require", true, caPath
-	}
-	ns, err := namesrv.NewServer(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("name server: %v", err)
-	}
-	if err := ns.Start(context.Background()); err != nil {
-		t.Fatalf("start name server: %v", err)
-	}
-	t.Cleanup(func() { _ = ns.Shutdown(context.Background()) })
-	return ns.Addr().String()
+	return clustertest.StartNamesrvWith(t, func(cfg *namesrv.Config) {
+		cfg.Remoting.EventLoops = 1
+		cfg.TLS.Mode, cfg.TLS.ConfigFile = mode, ""
+		cfg.TLS.CertPath, cfg.TLS.KeyPath = certPath, keyPath
+		if caPath != "" {
+			cfg.TLS.NeedClientAuth, cfg.TLS.AuthClient, cfg.TLS.TrustCertPath = "require", true, caPath
+		}
+	})
 }
 
 // startProxyOf starts a proxy of the configuration keys settings (with

@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -313,7 +314,9 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 // namesrvAddr), that address server as the proxy's namesrvDomain and
 // namesrvDomainSubgroup, so that the proxy follows the list the broker
 // follows. A file's namesrvDomain (even empty) wins over the broker's;
-// as in RocketMQ a namesrvDomain wins over namesrvAddr.
+// as in RocketMQ a namesrvDomain wins over namesrvAddr. The proxy dials
+// with TLS as the broker does (brokerDialTLS) unless the file sets
+// tls.enable or tls.client.* itself.
 func loadProxyConfig(path string, cfg configs.Broker) (configs.LoadedProxy, error) {
 	var defaults []configs.Source
 	switch {
@@ -324,11 +327,38 @@ func loadProxyConfig(path string, cfg configs.Broker) (configs.LoadedProxy, erro
 		defaults = []configs.Source{{Name: "the broker's address server (rmqAddressServerDomain, rmqAddressServerSubGroup)",
 			Values: map[string]string{"namesrvDomain": cfg.RmqAddressServerDomain, "namesrvDomainSubgroup": cfg.RmqAddressServerSubGroup}}}
 	}
+	dial, err := brokerDialTLS(cfg)
+	if err != nil {
+		return configs.LoadedProxy{}, err
+	}
+	defaults = append(defaults, dial)
 	loaded, err := configs.LoadProxyFrom(path, defaults, nil)
 	if err != nil {
 		return configs.LoadedProxy{}, fmt.Errorf("proxy configuration: %w", err)
 	}
 	return loaded, nil
+}
+
+// brokerDialTLS is how the broker of cfg dials with TLS, as defaults of
+// its proxy's keys: whether it does (tls.enable, or its tls.server.mode)
+// and its tls.client.* keys, those of its tls.config.file applied. In
+// RocketMQ the proxy that --enable-proxy embeds shares the broker's JVM
+// and so its TLS system properties: its clients dial with TLS when the
+// broker's tls.enable (or tls.server.mode) says so, with the broker's
+// client certificate.
+func brokerDialTLS(cfg configs.Broker) (configs.Source, error) {
+	t, _, err := cfg.TLS.WithConfigFile()
+	if err != nil {
+		return configs.Source{}, fmt.Errorf("proxy configuration: the broker's TLS: %w", err)
+	}
+	return configs.Source{Name: "the broker's tls.enable and tls.client.*", Values: map[string]string{
+		"tls.enable":               strconv.FormatBool(cfg.DialNamesrvTLS()),
+		"tls.client.certPath":      t.ClientCertPath,
+		"tls.client.keyPath":       t.ClientKeyPath,
+		"tls.client.keyPassword":   t.ClientKeyPassword,
+		"tls.client.authServer":    strconv.FormatBool(t.ClientAuthServer),
+		"tls.client.trustCertPath": t.ClientTrustCertPath,
+	}}, nil
 }
 
 // checkProxyConfig returns the error --enable-proxy's start would refuse

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,9 +19,11 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/internal/clustertest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/namesrv"
 )
 
 // RocketMQ's "-pc FILE" reaches the proxy-config flag instead of being
@@ -128,5 +131,74 @@ func runWithProxy(t *testing.T, nsAddr string, sets ...string) {
 		t.Errorf("the proxy's port is still taken after the stop: %v", err)
 	} else {
 		_ = l.Close()
+	}
+}
+
+// --enable-proxy's proxy dials the brokers and name servers as the broker
+// dials them, as RocketMQ's proxy sharing the broker's JVM (and so its
+// TLS system properties) does: a broker whose listener enforces TLS
+// (tls.enable unset) and that presents a certificate (tls.client.*) gets
+// a proxy that routes through a name server enforcing TLS and requiring
+// client certificates.
+func TestEnableProxyDialsWithTheBrokersTLS(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	nsCert, nsKey := pki.Issue(t, "namesrv")
+	brokerCert, brokerKey := pki.Issue(t, "broker")
+	nsAddr := clustertest.StartNamesrvWith(t, func(cfg *namesrv.Config) {
+		cfg.TLS.Mode, cfg.TLS.ConfigFile = "enforcing", ""
+		cfg.TLS.CertPath, cfg.TLS.KeyPath = nsCert, nsKey
+		cfg.TLS.NeedClientAuth, cfg.TLS.AuthClient, cfg.TLS.TrustCertPath = "require", true, pki.CAPath
+	})
+	runWithProxy(t, nsAddr, "tls.server.mode=enforcing", "tls.config.file=",
+		"tls.client.certPath="+brokerCert, "tls.client.keyPath="+brokerKey)
+}
+
+// The embedded proxy's tls.enable and tls.client.* default to the
+// broker's: its tls.enable (or, unset, its tls.server.mode) and its
+// client keys with its tls.config.file applied; the proxy's file wins
+// for the keys it sets.
+func TestEmbeddedProxyTakesTheBrokersDialTLS(t *testing.T) {
+	brokerOf := func(settings map[string]string) configs.Broker {
+		t.Helper()
+		o := map[string]string{"tls.config.file": ""}
+		maps.Copy(o, settings)
+		loaded, err := configs.LoadBroker("", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loaded.Broker
+	}
+	proxyOf := func(file string, b configs.Broker) configs.Proxy {
+		t.Helper()
+		path := ""
+		if file != "" {
+			path = filepath.Join(t.TempDir(), "rmq-proxy.json")
+			if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		loaded, err := loadProxyConfig(path, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loaded.Proxy
+	}
+	if p := proxyOf("", brokerOf(nil)); p.DialTLS() {
+		t.Errorf("a permissive broker's proxy dials with TLS (tls.enable %q)", p.TLSEnable)
+	}
+	if p := proxyOf("", brokerOf(map[string]string{"tls.server.mode": "enforcing"})); !p.DialTLS() {
+		t.Errorf("an enforcing broker's proxy dials in plaintext (tls.enable %q)", p.TLSEnable)
+	}
+	if p := proxyOf("", brokerOf(map[string]string{"useTLS": "true"})); !p.DialTLS() {
+		t.Errorf("the proxy of a broker with useTLS=true dials in plaintext (tls.enable %q)", p.TLSEnable)
+	}
+	if p := proxyOf(`{"tls.enable":"false"}`, brokerOf(map[string]string{"tls.enable": "true"})); p.DialTLS() {
+		t.Error("the proxy file's tls.enable=false does not win over the broker's")
+	}
+	tlsFile := testutil.WriteFile(t, "tls.properties", "tls.client.authServer=true\ntls.client.trustCertPath=/ca.pem\n")
+	p := proxyOf(`{"tls.client.keyPath":"/proxy.key"}`, brokerOf(map[string]string{"tls.enable": "true",
+		"tls.client.certPath": "/broker.pem", "tls.client.keyPath": "/broker.key", "tls.config.file": tlsFile}))
+	if p.TLS.ClientCertPath != "/broker.pem" || p.TLS.ClientKeyPath != "/proxy.key" || !p.TLS.ClientAuthServer || p.TLS.ClientTrustCertPath != "/ca.pem" {
+		t.Errorf("proxy client TLS %+v, want the broker's keys (its tls.config.file's too) under the proxy file's", p.TLS)
 	}
 }

@@ -20,8 +20,18 @@ import (
 // address.
 func StartNamesrv(t testing.TB) string {
 	t.Helper()
+	return StartNamesrvWith(t, nil)
+}
+
+// StartNamesrvWith is StartNamesrv with the name server's configuration
+// changed by mutate (nil: none), its TLS for example.
+func StartNamesrvWith(t testing.TB, mutate func(*namesrv.Config)) string {
+	t.Helper()
 	cfg := namesrv.DefaultConfig()
 	cfg.Remoting.Addr = "127.0.0.1:0"
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	ns, err := namesrv.NewServer(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatalf("name server: %v", err)
