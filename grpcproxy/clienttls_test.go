@@ -80,7 +80,7 @@ func startProxyOf(t *testing.T, settings map[string]string) rmqpb.MessagingServi
 // without the certificate the name server refuses it. Without
 // tls.enable (RocketMQ's default under a permissive tls.server.mode) it
 // dials them in plaintext: the send fails, its status naming the broker
-// that closed the connection and tls.enable.
+// (or the name server) that closed the connection and tls.enable.
 func TestProxyDialsEnforcingBrokersWithTLSEnable(t *testing.T) {
 	pki := testutil.NewPKI(t)
 	nsCert, nsKey := pki.Issue(t, "namesrv")
@@ -127,8 +127,9 @@ func TestProxyDialsEnforcingBrokersWithTLSEnable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("SendMessage: %v", err)
 		}
-		if st := resp.GetStatus(); st.GetCode() == rmqpb.Code_OK || !strings.Contains(st.GetMessage(), strictNS) {
-			t.Fatalf("a send through a name server requiring client certificates, with none, answered %v, want a failure naming it", st)
+		if st := resp.GetStatus(); st.GetCode() == rmqpb.Code_OK || !strings.Contains(st.GetMessage(), strictNS) ||
+			strings.Contains(st.GetMessage(), "tls.enable") {
+			t.Fatalf("a send through a name server requiring client certificates, with none, answered %v, want a failure naming it (not tls.enable)", st)
 		}
 	})
 	t.Run("without tls.enable", func(t *testing.T) {
@@ -143,6 +144,16 @@ func TestProxyDialsEnforcingBrokersWithTLSEnable(t *testing.T) {
 		if st.GetCode() == rmqpb.Code_OK || !strings.Contains(st.GetMessage(), b.Addr()) ||
 			!strings.Contains(st.GetMessage(), "tls.enable") {
 			t.Fatalf("a plaintext send to a TLS-only broker answered %v, want a failure naming the broker and tls.enable", st)
+		}
+		rpc = startProxyOf(t, map[string]string{"namesrvAddr": strictNS})
+		resp, err = rpc.SendMessage(callCtx(t, "plain-producer", 10*time.Second),
+			&rmqpb.SendMessageRequest{Messages: []*rmqpb.Message{newMessage(topic, "in plaintext")}})
+		if err != nil {
+			t.Fatalf("SendMessage: %v", err)
+		}
+		if st := resp.GetStatus(); st.GetCode() == rmqpb.Code_OK || !strings.Contains(st.GetMessage(), strictNS) ||
+			!strings.Contains(st.GetMessage(), "tls.enable") {
+			t.Fatalf("a plaintext route lookup on a TLS-only name server answered %v, want a failure naming it and tls.enable", st)
 		}
 	})
 }

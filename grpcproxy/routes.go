@@ -79,6 +79,8 @@ type routes struct {
 	ns      *nameServers
 	ttl     time.Duration
 	timeout time.Duration
+	// plaintext says the pool dials without TLS (no tls.enable).
+	plaintext bool
 	// bg runs the lookups, which no caller cancels.
 	bg *background
 
@@ -95,7 +97,8 @@ type routes struct {
 
 func newRoutes(pool *remoting.ClientPool, cfg *Config, ns *nameServers, bg *background) *routes {
 	cache, _ := lru.New[string, *topicRoute](max(cfg.RouteCacheSize, 1)) // fails only for a size below 1
-	return &routes{pool: pool, ns: ns, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout, bg: bg, cache: cache}
+	return &routes{pool: pool, ns: ns, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout,
+		plaintext: cfg.Remoting.TLS == nil, bg: bg, cache: cache}
 }
 
 // get returns the topic's route. A cached route is answered at once; once
@@ -199,7 +202,7 @@ func (rs *routes) fetch(ctx context.Context, topic string) (*topicRoute, error) 
 		return nil, fail(rmqpb.Code_TOPIC_NOT_FOUND, "topic %s does not exist", topic)
 	}
 	if err != nil {
-		return nil, err
+		return nil, plaintextHint(rs.plaintext, err)
 	}
 	r := &topicRoute{route: route, masters: map[string]string{}, at: time.Now()}
 	for _, bd := range r.route.BrokerDatas {

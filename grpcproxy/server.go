@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -263,9 +265,21 @@ func (s *Server) invoke(ctx context.Context, addr string, extra time.Duration, r
 	defer cancel()
 	resp, err := s.pool.Invoke(cctx, addr, req)
 	if err != nil {
-		return nil, fmt.Errorf("request %d to %s: %w", req.Code, addr, err)
+		return nil, plaintextHint(s.cfg.Remoting.TLS == nil, fmt.Errorf("request %d to %s: %w", req.Code, addr, err))
 	}
 	return resp, nil
+}
+
+// plaintextHint returns err, from a proxy that dials in plaintext when
+// plaintext is set, with the likely cause added when the server closed
+// the connection unanswered: a broker or name server whose
+// tls.server.mode is enforcing closes plaintext connections so, and
+// tls.enable is the proxy's fix.
+func plaintextHint(plaintext bool, err error) error {
+	if !plaintext || !(errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return err
+	}
+	return fmt.Errorf("%w (closed unanswered: a server with tls.server.mode=enforcing closes plaintext connections; set the proxy's tls.enable)", err)
 }
 
 // invokeOneway sends one Remoting request to addr without waiting for an

@@ -5,12 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -539,13 +537,9 @@ func (c *Client) callback(cb func(*Command, error), resp *Command, err error) {
 func (c *Client) readLoop() {
 	defer c.wg.Done()
 	fr := NewFrameReader(c.conn, c.opts.MaxFrameSize)
-	for first := true; ; first = false {
+	for {
 		frame, err := fr.ReadFrame()
 		if err != nil {
-			if first && c.opts.TLS == nil && closedByPeer(err) {
-				c.fail(fmt.Errorf("read from %s: %w (closed before any answer; a server whose tls.server.mode is enforcing closes plaintext connections so: dial it with TLS, tls.enable)", c.addr, err))
-				return
-			}
 			c.fail(fmt.Errorf("read from %s: %w", c.addr, err))
 			return
 		}
@@ -566,12 +560,6 @@ func (c *Client) readLoop() {
 		}
 		c.handle(cmd)
 	}
-}
-
-// closedByPeer reports whether err is the server closing the connection
-// (EOF, or a reset) rather than a failure of the client's own.
-func closedByPeer(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // handle runs the Handler for a server-to-client request on its own
