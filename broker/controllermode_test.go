@@ -793,6 +793,51 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 	}
 }
 
+// Delayed and timer messages a controller-mode master took while its
+// sync state set was full are delivered to their topics when they fall
+// due with the set below minInSyncReplicas: RocketMQ's messageTimeUp and
+// the timer's convertMessage put them with WAIT=false, which its put does
+// not refuse (they used to be refused, and stayed parked until the slave
+// came back).
+func TestControllerModeMinInSyncReplicasDeliversDue(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	a.settings["minInSyncReplicas"] = "2"
+	// The timer delivers nothing until the set is short; nor do the delay
+	// levels (their first turn waits for gate).
+	a.settings["timerStopDequeue"] = "true"
+	gate := make(chan struct{})
+	var opened, held sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	a.configure = func(br *Broker) {
+		br.delayTurn = func(int) { held.Do(func() { <-gate }) }
+	}
+	a.start()
+	t.Cleanup(open) // before a's stop, which waits for the delay loop
+	ca := dialCtl(t, a.addr())
+
+	b := newCtlBroker(t, ctlAddr, "")
+	b.start()
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	mustSend(t, ca, "DelayT", 0, "delayed", "DELAY\x011\x02")
+	due := strconv.FormatInt(time.Now().Add(time.Second).UnixMilli(), 10)
+	mustSend(t, ca, "TimerT", 0, "timed", "TIMER_DELIVER_MS\x01"+due+"\x02")
+
+	b.stop()
+	waitUntil(t, 20*time.Second, "the sync state set to shrink", func() bool { return len(a.sup.role().syncSet) == 1 })
+	if r := sendV2(t, ca, "DelayT", 0, "refused", ""); r.Code != remoting.SystemError || r.Remark != inSyncReplicasRemark {
+		t.Fatalf("send to a master alone in its set with minInSyncReplicas=2: code %d %q, want SYSTEM_ERROR %q", r.Code, r.Remark, inSyncReplicasRemark)
+	}
+	open()
+	updateConfig(t, ca, "timerStopDequeue=false")
+	for _, topic := range []string{"DelayT", "TimerT"} {
+		waitUntil(t, 20*time.Second, "the due message in "+topic, func() bool {
+			r := call(t, ca, remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
+			return r.Code == remoting.Success && header(t, r, "offset") == 1
+		})
+	}
+}
+
 // A broker that finds no controller at its start keeps trying, as
 // RocketMQ's ReplicasManager retries its start every 5 s, and starts once
 // a controller answers (it used to give up after five tries and bin/broker

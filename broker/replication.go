@@ -276,11 +276,12 @@ var errInSyncReplicasNotEnough = errors.New(inSyncReplicasRemark)
 
 // waitsForReplicas reports whether RocketMQ's put would wait for msgs to
 // replicate (its needHandleHA): unless the message says WAIT=false, every
-// put on a SYNC_MASTER does, the broker's own (deliveries of delayed and
-// timer messages, transaction commits, send-backs, POP checkpoints and
-// revives) included; the transaction service's own records (op messages,
-// halves given up or resumed) are put with appendOptions.ownRecord and
-// not asked.
+// put on a SYNC_MASTER does, the broker's own (transaction commits,
+// send-backs, POP checkpoints and revives) included. The records RocketMQ
+// puts with WAIT=false in the message's map only (the transaction
+// service's op messages and halves given up or resumed, the deliveries
+// of delayed and timer messages, a timer message's roll) are put with
+// appendOptions.ownRecord and not asked.
 func waitsForReplicas(msgs []*commitlog.Message) bool {
 	v, ok := commitlog.LookupProperty(msgs[0].Properties, propWait)
 	return !ok || v != "false"

@@ -274,7 +274,11 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 	if b.isSlave() {
 		return 0, b.escapeScheduled(ctx, out)
 	}
-	res, err := b.putMessages(ctx, []*commitlog.Message{out}, false)
+	// RocketMQ's messageTimeUp sets WAIT=false once the properties string
+	// is written: its put neither refuses the delivery for a sync state
+	// set below minInSyncReplicas nor waits for its flush or slaves (the
+	// level's progress waits for them here, deliverLevel).
+	res, err := b.putOwnRecords(ctx, []*commitlog.Message{out}, false)
 	if commitlog.Unstorable(err) {
 		b.log.Error().Err(err).Int64("phy", phy).Str("topic", topic).Msg("delayed message can never be stored in its topic; dropped")
 		return 0, nil

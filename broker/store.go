@@ -32,9 +32,12 @@ func (b *Broker) appendMessages(ctx context.Context, msgs []*commitlog.Message, 
 	return b.appendRecords(ctx, msgs, appendOptions{waitFlush: waitFlush, multiDispatch: true})
 }
 
-// putOwnRecords is putMessages for the transaction service's own records
-// (op messages, halves given up or resumed), which RocketMQ's put does
-// not refuse for a short sync state set (appendOptions.ownRecord).
+// putOwnRecords is putMessages for the records RocketMQ puts with
+// WAIT=false set after their properties string was written, which its
+// put does not refuse for a short sync state set (appendOptions.ownRecord):
+// the transaction service's own (op messages, halves given up or
+// resumed) and the deliveries of delayed and timer messages (and a timer
+// message's roll).
 func (b *Broker) putOwnRecords(ctx context.Context, msgs []*commitlog.Message, waitFlush bool) (commitlog.AppendResult, error) {
 	began := time.Now()
 	res, err := b.appendRecords(ctx, msgs, appendOptions{waitFlush: waitFlush, multiDispatch: true, ownRecord: true})

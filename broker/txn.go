@@ -101,7 +101,12 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 		// escapeBridgeHook), one a request (timer.Options.OneByOne).
 		return s.escape(ctx, msgs)
 	}
-	res, err := s.b.putMessages(ctx, msgs, true)
+	// RocketMQ's convertMessage sets WAIT=false once the properties
+	// string is written, for a delivery and a roll alike: a sync state set
+	// below minInSyncReplicas refuses neither. The flush (and the slaves)
+	// are still waited for before the timer records its progress past
+	// them.
+	res, err := s.b.putOwnRecords(ctx, msgs, true)
 	if err == nil {
 		// A delivery is a put of the topic, in the statistics, as
 		// RocketMQ's timer counts it.
