@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -135,6 +136,8 @@ type ctlBroker struct {
 	// configure, when set, is applied to each Broker the Supervisor
 	// starts, before its Start.
 	configure func(*Broker)
+	// supervise, when set, is applied to the Supervisor before its Start.
+	supervise func(*Supervisor)
 }
 
 func newCtlBroker(t *testing.T, controllerAddr, namesrvAddr string) *ctlBroker {
@@ -186,6 +189,9 @@ func (c *ctlBroker) start() {
 	c.t.Helper()
 	s := c.newSupervisor(zerolog.Nop())
 	s.configure = c.configure
+	if c.supervise != nil {
+		c.supervise(s)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
@@ -836,6 +842,52 @@ func TestControllerModeMinInSyncReplicasDeliversDue(t *testing.T) {
 			return r.Code == remoting.Success && header(t, r, "offset") == 1
 		})
 	}
+}
+
+// A slave whose master does not answer EXCHANGE_BROKER_HA_INFO at its
+// switch (here its connections to the master are refused, as to a master
+// being restarted), in a group without name servers to give the master's
+// HA address, keeps asking its master and replicates once it answers,
+// without a restart of its Broker (it used to have no HA address, and
+// never replicated).
+func TestControllerModeSlaveAsksMasterHAAgain(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	a.start()
+	ca := dialCtl(t, a.addr())
+	mustSend(t, ca, "TopicTest", 0, "before the slave", "")
+
+	var refuse atomic.Bool
+	refuse.Store(true)
+	b := newCtlBroker(t, ctlAddr, "")
+	b.supervise = func(s *Supervisor) {
+		_ = s.peers.Close()
+		s.peers = remoting.NewClientPool(remoting.ClientOptions{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if refuse.Load() {
+					return nil, errors.New("refused by the test: the master is being restarted")
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			},
+		})
+	}
+	b.start()
+	br := b.sup.Broker()
+	if br == nil || !br.isSlave() {
+		t.Fatal("the second broker does not run as a slave")
+	}
+	if ha := br.repl.load(&br.repl.masterHA); ha != "" {
+		t.Fatalf("the slave has the master's HA address %q though its master did not answer and no name server runs", ha)
+	}
+	refuse.Store(false)
+	mustSend(t, ca, "TopicTest", 0, "after the master answers", "")
+	end := a.end()
+	waitUntil(t, 20*time.Second, "the slave to replicate the master's log", func() bool { return b.end() == end })
+	if b.sup.Broker() != br {
+		t.Fatal("the slave's Broker was restarted to take its master's HA address")
+	}
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
 }
 
 // A broker that finds no controller at its start keeps trying, as

@@ -19,6 +19,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -76,6 +77,10 @@ type Supervisor struct {
 	// replaced since is dropped.
 	pendingCut atomic.Pointer[cutRequest]
 	cutWake    chan struct{}
+	// haInfoFails limits the lines of a master that keeps not answering
+	// EXCHANGE_BROKER_HA_INFO (askMasterHA asks every
+	// syncBrokerMetadataPeriod).
+	haInfoFails *repeatlog.Limiter
 
 	// mu guards b, cur and switches; switchMu makes switches one at a
 	// time (run's goroutine and Shutdown).
@@ -172,6 +177,7 @@ func NewSupervisor(cfg configs.Broker, log zerolog.Logger) (*Supervisor, error) 
 		proposal: make(chan struct{}, 1),
 		cutWake:  make(chan struct{}, 1),
 	}
+	s.haInfoFails = repeatlog.New(slog, 0, nil)
 	return s, nil
 }
 
@@ -279,6 +285,7 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		defer s.wg.Done()
 		s.run(s.ctx)
 	}()
+	s.goLoop("master-ha-info", s.cfg.SyncBrokerMetadataPeriod, s.askMasterHA)
 	return nil
 }
 
@@ -679,17 +686,58 @@ func (s *Supervisor) notify(st replicaState) {
 }
 
 // masterHA asks the master at addr for its HA address
-// (EXCHANGE_BROKER_HA_INFO); "" when it does not answer, and the slave
-// takes it from its name servers' answers.
+// (EXCHANGE_BROKER_HA_INFO); "" when it does not answer (a master being
+// restarted), and the slave takes it from its name servers' answers or
+// from a later answer of its master (askMasterHA).
 func (s *Supervisor) masterHA(ctx context.Context, addr string) string {
 	ctx, cancel := context.WithTimeout(ctx, controllerTimeout)
 	defer cancel()
 	resp, err := s.peers.Invoke(ctx, addr, remoting.NewRequest(remoting.ExchangeBrokerHAInfo, nil, nil))
-	if err != nil || resp.Code != remoting.Success {
-		s.log.Warn().Err(err).Str("master", addr).Msg("the master's HA address not read; the name servers' answers give it")
+	if err == nil && resp.Code != remoting.Success {
+		err = fmt.Errorf("EXCHANGE_BROKER_HA_INFO answered code %d: %s", resp.Code, resp.Remark)
+	}
+	var ha string
+	if err == nil {
+		if ha = remoting.Header(resp.ExtFields).OptString("masterHaAddress", ""); ha == "" {
+			err = errors.New("EXCHANGE_BROKER_HA_INFO answered without masterHaAddress")
+		}
+	}
+	if err != nil {
+		s.haInfoFails.Failed().Err(err).Str("master", addr).
+			Msg("the master's HA address not read; asked again every syncBrokerMetadataPeriod until it or a name server gives it")
 		return ""
 	}
-	return remoting.Header(resp.ExtFields).OptString("masterHaAddress", "")
+	s.haInfoFails.Recovered().Str("master", addr).Str("masterHA", ha).Msg("the master's HA address read")
+	return ha
+}
+
+// askMasterHA asks the master again for its HA address while the running
+// slave has none (its master did not answer EXCHANGE_BROKER_HA_INFO at the
+// switch, and no name server's answer gave it), and hands the answer to
+// the running Broker, whose HA client dials the address it reads at each
+// try: the slave replicates without a restart. RocketMQ's controller-mode
+// slave learns the address from its registrations with the name servers
+// only; without one it would never replicate.
+func (s *Supervisor) askMasterHA(ctx context.Context) {
+	s.mu.Lock()
+	b, cur := s.b, s.cur
+	s.mu.Unlock()
+	if b == nil || !cur.running || cur.master || cur.masterAddr == "" || b.repl.load(&b.repl.masterHA) != "" {
+		return
+	}
+	ha := s.masterHA(ctx, cur.masterAddr)
+	if ha == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The broker may have switched meanwhile (a new master, a new Broker),
+	// or a name server's answer come first.
+	if s.b != b || s.cur.masterAddr != cur.masterAddr || b.repl.load(&b.repl.masterHA) != "" {
+		return
+	}
+	b.repl.masterHA.Store(&ha)
+	s.log.Info().Str("master", cur.masterAddr).Str("masterHA", ha).Msg("master's HA address from EXCHANGE_BROKER_HA_INFO asked again")
 }
 
 // proposalRequest is a sync state set proposed by the AutoSwitch server
