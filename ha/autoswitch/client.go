@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/ha"
+	"github.com/rocketkv/rocketkv/internal/repeatlog"
 )
 
 // Replica is a slave's CommitLog as the client writes it
@@ -154,24 +155,28 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.cfg.Log == nil || c.cfg.Epochs == nil || c.cfg.MasterAddr == nil {
 		return errors.New("autoswitch: ClientConfig needs MasterAddr, Log and Epochs")
 	}
+	// A slave waits for its master's HA address as long as its master
+	// and its name servers do not give it: one line, then one per
+	// repeatlog.DefaultInterval, not one per retry.
+	unknown := repeatlog.New(c.log, 0, nil)
 	for {
 		addr := c.cfg.MasterAddr()
-		var err error
 		if addr == "" {
-			err = errors.New("the master's HA address is not known yet")
+			unknown.Failed().Dur("retryIn", c.cfg.RetryInterval).Msg("the master's HA address is not known yet: replication waits for it")
 		} else {
-			err = c.session(ctx, addr)
+			unknown.Recovered().Str("master", addr).Msg("the master's HA address is known: replication starts")
+			err := c.session(ctx, addr)
+			c.setState(StateReady)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var cut *CutError
+			if errors.As(err, &cut) {
+				c.log.Error().Err(err).Str("master", addr).Int64("cutAt", cut.At).Msg("replication stopped: the CommitLog must be cut at the consistent point with the master")
+				return err
+			}
+			c.log.Warn().Err(err).Str("master", addr).Dur("retryIn", c.cfg.RetryInterval).Msg("replication from the master interrupted")
 		}
-		c.setState(StateReady)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var cut *CutError
-		if errors.As(err, &cut) {
-			c.log.Error().Err(err).Str("master", addr).Int64("cutAt", cut.At).Msg("replication stopped: the CommitLog must be cut at the consistent point with the master")
-			return err
-		}
-		c.log.Warn().Err(err).Str("master", addr).Dur("retryIn", c.cfg.RetryInterval).Msg("replication from the master interrupted")
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
