@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/controller"
 	"github.com/rocketkv/rocketkv/ha"
@@ -804,7 +805,7 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 // due with the set below minInSyncReplicas: RocketMQ's messageTimeUp and
 // the timer's convertMessage put them with WAIT=false, which its put does
 // not refuse (they used to be refused, and stayed parked until the slave
-// came back).
+// came back). A send-back, stored with WAIT=false, is not refused either.
 func TestControllerModeMinInSyncReplicasDeliversDue(t *testing.T) {
 	ctlAddr := startTestController(t, false, true)
 	a := newCtlBroker(t, ctlAddr, "")
@@ -828,15 +829,27 @@ func TestControllerModeMinInSyncReplicasDeliversDue(t *testing.T) {
 	mustSend(t, ca, "DelayT", 0, "delayed", "DELAY\x011\x02")
 	due := strconv.FormatInt(time.Now().Add(time.Second).UnixMilli(), 10)
 	mustSend(t, ca, "TimerT", 0, "timed", "TIMER_DELIVER_MS\x01"+due+"\x02")
+	failed := mustSend(t, ca, "BackT", 0, "failed by its consumer", "")
+	_, failedPhy, err := commitlog.ParseMessageID(failed.ExtFields["msgId"])
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	b.stop()
 	waitUntil(t, 20*time.Second, "the sync state set to shrink", func() bool { return len(a.sup.role().syncSet) == 1 })
 	if r := sendV2(t, ca, "DelayT", 0, "refused", ""); r.Code != remoting.SystemError || r.Remark != inSyncReplicasRemark {
 		t.Fatalf("send to a master alone in its set with minInSyncReplicas=2: code %d %q, want SYSTEM_ERROR %q", r.Code, r.Remark, inSyncReplicasRemark)
 	}
+	// A send-back's copy carries WAIT=false in its properties, as
+	// RocketMQ's consumerSendMsgBack writes it: it is not refused either.
+	back := call(t, ca, remoting.ConsumerSendMsgBack, map[string]string{"offset": strconv.FormatInt(failedPhy, 10),
+		"group": "cg-back", "delayLevel": "-1", "originTopic": "BackT", "originMsgId": failed.ExtFields["msgId"]}, nil)
+	if back.Code != remoting.Success {
+		t.Fatalf("CONSUMER_SEND_MSG_BACK on a master alone in its set: code %d %q, want SUCCESS", back.Code, back.Remark)
+	}
 	open()
 	updateConfig(t, ca, "timerStopDequeue=false")
-	for _, topic := range []string{"DelayT", "TimerT"} {
+	for _, topic := range []string{"DelayT", "TimerT", meta.DLQTopic("cg-back")} {
 		waitUntil(t, 20*time.Second, "the due message in "+topic, func() bool {
 			r := call(t, ca, remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
 			return r.Code == remoting.Success && header(t, r, "offset") == 1

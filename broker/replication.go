@@ -276,8 +276,9 @@ var errInSyncReplicasNotEnough = errors.New(inSyncReplicasRemark)
 
 // waitsForReplicas reports whether RocketMQ's put would wait for msgs to
 // replicate (its needHandleHA): unless the message says WAIT=false, every
-// put on a SYNC_MASTER does, the broker's own (transaction commits,
-// send-backs, POP checkpoints and revives) included. The records RocketMQ
+// put on a SYNC_MASTER does, the broker's own (transaction commits, POP
+// checkpoints and revives) included; a send-back's copy carries
+// WAIT=false in its properties, as RocketMQ writes it. The records RocketMQ
 // puts with WAIT=false in the message's map only (the transaction
 // service's op messages and halves given up or resumed, the deliveries
 // of delayed and timer messages, a timer message's roll) are put with
