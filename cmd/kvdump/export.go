@@ -102,12 +102,16 @@ type configCounts struct {
 	// OrderlyBatches counts the orderly POP batches in flight
 	// (consumerOrderInfo.json).
 	OrderlyBatches int `json:"orderlyBatches"`
+	// StaticTopics counts the static topics' queue mappings
+	// (topicQueueMapping.json), which a first open imports and an export
+	// does not write.
+	StaticTopics int `json:"staticTopics,omitempty"`
 }
 
 // countConfig counts the tables of c.
 func countConfig(c rmqconfig.Config) configCounts {
 	return configCounts{Topics: len(c.Topics), Groups: len(c.Groups), Offsets: len(c.Offsets), DelayLevels: len(c.DelayOffsets),
-		RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos)}
+		RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos), StaticTopics: len(c.QueueMappings)}
 }
 
 func runExport(ctx context.Context, s *store, w *output, dir string, force bool) error {

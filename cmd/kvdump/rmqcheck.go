@@ -631,8 +631,8 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 		add("consumequeue/: absent (the first open indexes every record of the CommitLog, and logs the topics whose messages no topic config routes)")
 	}
 	add("config files: %s", orNone(r.ConfigFiles))
-	add("imported at the first open: %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches (before the import skips the stale ones), timer progress %v",
-		r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes, r.OrderlyBatches, r.TimerProgress)
+	add("imported at the first open: %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches (before the import skips the stale ones), %d static topics' queue mappings, timer progress %v",
+		r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes, r.OrderlyBatches, r.StaticTopics, r.TimerProgress)
 	for _, w := range r.Warnings {
 		add("warning: not carried over: %s", w)
 	}
