@@ -310,7 +310,7 @@ func (s *Server) runEngine(proto string, opts []gnet.Option, booted chan<- error
 		err = errors.New("engine stopped before it was started")
 	}
 	booted <- err
-	if !s.booted0() {
+	if !s.everBooted() {
 		s.releaseListener()
 		return
 	}
@@ -339,8 +339,8 @@ func (s *Server) runEngine(proto string, opts []gnet.Option, booted chan<- error
 	}
 }
 
-// booted0 reports whether an engine ever booted.
-func (s *Server) booted0() bool {
+// everBooted reports whether an engine ever booted.
+func (s *Server) everBooted() bool {
 	s.engMu.Lock()
 	defer s.engMu.Unlock()
 	return s.booted
@@ -1041,10 +1041,10 @@ func (e *eventHandler) OnTick() (time.Duration, gnet.Action) {
 }
 
 // gnetLogger sends gnet's own log lines to zerolog. gnet's Fatalf is logged
-// at error level: a library must not end the process. Once the server
-// stops (stopping is done), gnet's errors are logged at debug level: the
-// stop shuts the listener down under gnet's acceptor, whose failed accept
-// gnet reports as errors that are the expected end.
+// at error level: a library must not end the process. Once Shutdown
+// began (the stopping context is done), gnet's errors are logged at debug
+// level: the stop shuts the listener down under gnet's acceptor, whose
+// failed accept gnet reports as errors that are the expected end.
 type gnetLogger struct {
 	log      zerolog.Logger
 	stopping context.Context
