@@ -232,3 +232,46 @@ func TestReadCheckpointFile(t *testing.T) {
 		t.Fatalf("an unreadable checkpoint: %v, want a read error naming it", err)
 	}
 }
+
+// A confirmed reader racing appends under a confirm limit above the end
+// never reports a whole record as corrupt: the write position it checks a
+// record against and the confirmed end it stops at come from one read of
+// the write position (before, a later read could put the confirmed end
+// past the earlier one, and a record between them was called corrupt).
+func TestConfirmedReaderRacingAppendsSeesNoCorruption(t *testing.T) {
+	l := mustOpen(t, testConfig(t, 8<<20))
+	defer l.Close()
+	l.SetConfirmLimit(1 << 40)
+	const n = 20000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			if _, err := l.Append(context.Background(), AppendRequest{Message: testMessage("T", 0, i, 40)}); err != nil {
+				t.Errorf("append %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	r := l.NewConfirmedReader(0)
+	defer r.Close()
+	defer func() { <-done }() // before the log closes
+	for seen := 0; seen < n; {
+		_, err := r.Next()
+		switch {
+		case err == nil:
+			seen++
+		case errors.Is(err, ErrNoMoreData):
+			select {
+			case <-done:
+				if t.Failed() {
+					return
+				}
+			default:
+			}
+		default:
+			t.Errorf("after %d records: %v", seen, err)
+			return
+		}
+	}
+}

@@ -161,8 +161,12 @@ func (l *Log) NewConfirmedReader(from int64) *Reader {
 // with Config.ReadUncommitted always the write position. It may fall
 // inside a record (a confirm limit from a slave's acknowledgement):
 // confirmed readers stop before a record that crosses it.
-func (l *Log) ConfirmedOffset() int64 {
-	end := l.writePos.Load()
+func (l *Log) ConfirmedOffset() int64 { return l.confirmedBelow(l.writePos.Load()) }
+
+// confirmedBelow is ConfirmedOffset for the write position end: a reader
+// that checks records against a write position it read must bound them by
+// the confirmed end of that same read (a later read may be further on).
+func (l *Log) confirmedBelow(end int64) int64 {
 	if l.cfg.ReadUncommitted {
 		return end
 	}
@@ -197,7 +201,7 @@ func (r *Reader) Next() (Entry, error) {
 		written := l.writePos.Load()
 		end := written
 		if r.confirmed {
-			end = l.ConfirmedOffset()
+			end = l.confirmedBelow(written)
 		}
 		if r.off >= end {
 			return Entry{}, ErrNoMoreData
