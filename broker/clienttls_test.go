@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,8 +42,9 @@ func TestBrokerRegistersWithAMutualTLSNameServer(t *testing.T) {
 		waitFor(t, name+"'s registration", func() bool { return len(ns.Registry().MemberGroup(name)) == 1 })
 	}
 	// refused starts a broker of settings, waits for its log to say why
-	// the registration failed (want), and checks that it did not land.
-	refused := func(t *testing.T, name, want string, settings map[string]string) {
+	// the registration failed (one of wants), and checks that it did not
+	// land.
+	refused := func(t *testing.T, name string, wants []string, settings map[string]string) {
 		t.Helper()
 		o := map[string]string{"namesrvAddr": nsAddr, "tls.enable": "true", "tls.config.file": "", "brokerName": name}
 		for k, v := range settings {
@@ -53,8 +55,8 @@ func TestBrokerRegistersWithAMutualTLSNameServer(t *testing.T) {
 		waitFor(t, name+"'s failed registration in its log", func() bool {
 			return strings.Contains(logs.String(), "broker not registered with any name server")
 		})
-		if !strings.Contains(logs.String(), want) {
-			t.Errorf("%s: the failed registration's log does not say %q:\n%s", name, want, logs.String())
+		if !slices.ContainsFunc(wants, func(w string) bool { return strings.Contains(logs.String(), w) }) {
+			t.Errorf("%s: the failed registration's log says none of %q:\n%s", name, wants, logs.String())
 		}
 		if len(ns.Registry().MemberGroup(name)) != 0 {
 			t.Errorf("%s registered", name)
@@ -70,11 +72,15 @@ func TestBrokerRegistersWithAMutualTLSNameServer(t *testing.T) {
 		registers(t, "broker-mtls-file", map[string]string{"tls.config.file": file})
 	})
 	t.Run("no certificate", func(t *testing.T) {
-		refused(t, "broker-no-cert", "certificate required", nil)
+		// In TLS 1.3 the server checks the client's certificate after
+		// the client's handshake returned: the alert ("certificate
+		// required") reaches the broker when it reads, but a request
+		// written after the server closed fails on the write first.
+		refused(t, "broker-no-cert", []string{"certificate required", "broken pipe", "connection reset by peer"}, nil)
 	})
 	t.Run("server not trusted", func(t *testing.T) {
 		other := testutil.NewPKI(t)
-		refused(t, "broker-distrust", "tls.client.authServer", map[string]string{"tls.client.certPath": brokerCert,
+		refused(t, "broker-distrust", []string{"tls.client.authServer"}, map[string]string{"tls.client.certPath": brokerCert,
 			"tls.client.keyPath": brokerKey, "tls.client.authServer": "true", "tls.client.trustCertPath": other.CAPath})
 	})
 }
