@@ -907,8 +907,11 @@ func TestShutdownLeavesNoAcceptedConnectionOpen(t *testing.T) {
 		}
 		stop.Store(true)
 		wg.Wait()
-		// Read every connection concurrently: each must see EOF or a reset
-		// at once; the deadline only turns a hang into a failure.
+		// Write to and read every connection concurrently: each must see
+		// EOF or a reset at once; the deadline only turns a hang into a
+		// failure. The write tells a socket nobody serves (it takes the
+		// bytes) from a handshake the closed listener never finished (the
+		// kernel answers the bytes with a reset).
 		open := atomic.Int32{}
 		var readers sync.WaitGroup
 		for _, c := range conns {
@@ -916,7 +919,8 @@ func TestShutdownLeavesNoAcceptedConnectionOpen(t *testing.T) {
 			go func() {
 				defer readers.Done()
 				defer c.Close()
-				_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				_, _ = c.Write([]byte{0, 0, 0, 0})
 				_, err := io.Copy(io.Discard, c)
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
