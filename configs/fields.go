@@ -107,7 +107,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("asyncLearner", "false", func(b *Broker) *bool { return &b.AsyncLearner }),
 	str("storePathEpochFile", "", func(b *Broker) *string { return &b.StorePathEpochFile }),
 	str("storePathBrokerIdentity", "", func(b *Broker) *string { return &b.StorePathBrokerIdentity }),
-	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's classic master-slave HA only (brokerRole); a DLedger CommitLog is not there (bin/kvdump import-dledger moves a DLedger store's messages to a rocketkv store)"),
+	notImplemented[Broker]("enableDLegerCommitLog", "rocketkv replicates with RocketMQ's master-slave HA (brokerRole) and controller mode's AutoSwitch HA; a DLedger CommitLog is not there (bin/kvdump import-dledger moves a DLedger store's messages to a rocketkv store)"),
 	// RocketMQ 5's slave acting master: the slave of the smallest id in
 	// a group without its master reports itself acting (see broker.yaml
 	// for what it does and does not do then).
