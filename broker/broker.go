@@ -265,6 +265,14 @@ type Broker struct {
 	server *remoting.Server
 	// fastServer is the fast channel (listenPort-2); nil when off.
 	fastServer *remoting.Server
+	// shared, set by a Supervisor before Start, are the process's
+	// servers, which the Broker serves behind (served) instead of
+	// running its own; predecessor is the Broker it replaces at a role
+	// switch, whose client tables and queue locks it takes over. Both
+	// nil outside controller mode.
+	shared      *processServers
+	served      *gatedHandler
+	predecessor *Broker
 	// metrics is nil unless metricsExporterType is PROM; exporter serves
 	// it.
 	metrics  *metrics.Broker
@@ -479,7 +487,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
-			if b.fastServer != nil {
+			if b.fastServer != nil && b.shared == nil {
 				_ = b.fastServer.Shutdown(context.Background())
 			}
 			_ = b.stopReplication()
@@ -523,8 +531,17 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if b.auth, err = b.openAuth(); err != nil {
 		return err
 	}
-	b.clients = newClientManager(b)
-	b.locks = newLockManager(time.Minute)
+	if p := b.predecessor; p != nil && p.clients != nil {
+		// A role switch keeps the clients' connections: their
+		// registrations and locks stay as RocketMQ's one
+		// BrokerController keeps them.
+		b.clients, b.locks = p.clients, p.locks
+		b.clients.setOwner(b)
+		b.predecessor = nil
+	} else {
+		b.clients = newClientManager(b)
+		b.locks = newLockManager(time.Minute)
+	}
 	b.holds = newPullHolds(b)
 	b.coldReads = newColdReads(b.current, b.log)
 	b.coldReads.period = b.coldPassPeriod
@@ -594,12 +611,21 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		// rocketmq_rpc_latency, on both ports as RocketMQ records it.
 		scfg.OnAnswer = b.metrics.Answered
 	}
-	if err := b.startFastChannel(ctx, handler, scfg); err != nil {
-		return err
-	}
-	b.server = remoting.NewServer(scfg, handler, b.component("remoting"))
-	if err := b.server.Start(ctx); err != nil {
-		return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)
+	if b.shared != nil {
+		b.server, b.fastServer = b.shared.main, b.shared.fast
+		if b.metrics != nil {
+			answered := b.metrics.Answered
+			b.shared.answered.Store(&answered)
+		}
+		b.served = b.shared.gate.attach(handler)
+	} else {
+		if err := b.startFastChannel(ctx, handler, scfg); err != nil {
+			return err
+		}
+		b.server = remoting.NewServer(scfg, handler, b.component("remoting"))
+		if err := b.server.Start(ctx); err != nil {
+			return fmt.Errorf("listen on port %d: %w", b.cfg.ListenPort, err)
+		}
 	}
 	if b.cfg.ListenPort == 0 {
 		if a, ok := b.server.Addr().(*net.TCPAddr); ok {
@@ -1015,6 +1041,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.holds.releaseAll()
 	b.coldHolds.release()
 	b.popHolds.releaseAll()
+	if b.shared != nil {
+		return b.leaveSharedServers(ctx)
+	}
 	var errs []error
 	var running []*remoting.Server
 	for _, s := range []*remoting.Server{b.server, b.fastServer} {
@@ -1045,6 +1074,36 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		return errors.Join(errs...)
 	}
 	return errors.Join(append(errs, b.finishShutdown(ctx))...)
+}
+
+// leaveSharedServers is Shutdown's stop of the serving for a Broker
+// behind a Supervisor's servers, which outlive it: the fast port's
+// graceful wait, then the gate stops handing it requests and waits for
+// the ones it took, then the stop goes on (finishShutdown) as when the
+// Broker's own servers stopped; the connections stay open.
+func (b *Broker) leaveSharedServers(ctx context.Context) error {
+	if b.fastServer != nil {
+		b.goAway(ctx, b.fastServer)
+	}
+	if b.metrics != nil {
+		b.shared.answered.Store(nil)
+	}
+	if b.served == nil {
+		return b.finishShutdown(ctx)
+	}
+	if err := b.shared.gate.detach(ctx, b.served); err != nil {
+		b.log.Error().Err(err).Msg("request handlers still run at the shutdown deadline; the stores close when they return")
+		go func() {
+			<-b.served.drained
+			stopCtx, cancel := context.WithTimeout(context.Background(), lateStopTimeout)
+			defer cancel()
+			if err := b.finishShutdown(stopCtx); err != nil {
+				b.log.Error().Err(err).Msg("late stop after the last handler returned")
+			}
+		}()
+		return err
+	}
+	return b.finishShutdown(ctx)
 }
 
 // goAway runs s's graceful wait (remoting.Server.GoAway), when s is

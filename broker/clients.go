@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/periodic"
@@ -97,17 +98,28 @@ type consumerGroup struct {
 
 // clientManager holds the producer and consumer tables fed by heartbeats.
 // Groups without live clients are dropped, so its size follows the live
-// clients, not history.
+// clients, not history. A controller-mode role switch hands it, with
+// the connections it knows, to the next Broker (setOwner).
 type clientManager struct {
-	b         *Broker
+	b         atomic.Pointer[Broker]
 	mu        sync.Mutex
 	consumers map[string]*consumerGroup
 	producers map[string]map[string]*clientChannel // group -> client id -> channel
 }
 
 func newClientManager(b *Broker) *clientManager {
-	return &clientManager{b: b, consumers: map[string]*consumerGroup{}, producers: map[string]map[string]*clientChannel{}}
+	m := &clientManager{consumers: map[string]*consumerGroup{}, producers: map[string]map[string]*clientChannel{}}
+	m.b.Store(b)
+	return m
 }
+
+// owner is the Broker the tables serve: the one running, or the last
+// one between two Brokers of a role switch (the close hooks of
+// connections read only its settings and logger then).
+func (m *clientManager) owner() *Broker { return m.b.Load() }
+
+// setOwner hands the tables to the next Broker of a role switch.
+func (m *clientManager) setOwner(b *Broker) { m.b.Store(b) }
 
 type closeHookKey struct{}
 
@@ -161,10 +173,10 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 		if cd.GroupName == "" {
 			continue
 		}
-		if cd.ConsumeType == consumeActively && m.b.current().RejectPullConsumerEnable {
+		if cd.ConsumeType == consumeActively && m.owner().current().RejectPullConsumerEnable {
 			continue // rejectPullConsumerEnable: pull consumers are not registered
 		}
-		gc, err := m.b.groupConfig(cd.GroupName, true)
+		gc, err := m.owner().groupConfig(cd.GroupName, true)
 		if err != nil {
 			return false, err
 		}
@@ -172,7 +184,7 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 			// Not a group (autoCreateSubscriptionGroup off, or a name
 			// RocketMQ does not allow): skipped, as RocketMQ's heartbeat
 			// skips it, with no retry topic created for it.
-			m.b.refusedLog.Warn().Str("group", cd.GroupName).Str("clientId", hb.ClientID).
+			m.owner().refusedLog.Warn().Str("group", cd.GroupName).Str("clientId", hb.ClientID).
 				Msg("heartbeat of a consumer of a group that does not exist (autoCreateSubscriptionGroup is off, or the name is not allowed); not registered")
 			continue
 		}
@@ -194,13 +206,13 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 				// as RocketMQ keeps the subscription without its
 				// ConsumerFilterData; pulls by it are refused with
 				// FILTER_DATA_NOT_EXIST.
-				m.b.log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription has no filter: its expression does not compile")
+				m.owner().log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription has no filter: its expression does not compile")
 				s = &subscription{Topic: sd.Topic, SubString: sd.SubString, ExprType: sd.ExpressionType, SubVersion: ver, broken: err}
 			case err != nil:
 				// A TAG expression FilterAPI refuses: remember nothing,
 				// pulls without their own expression will fail with
 				// SUBSCRIPTION_NOT_EXIST and say why in the log.
-				m.b.log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription refused")
+				m.owner().log.Warn().Err(err).Str("group", cd.GroupName).Str("topic", sd.Topic).Msg("subscription refused")
 				continue
 			}
 			subs[sd.Topic] = s
@@ -227,7 +239,7 @@ func (m *clientManager) heartbeat(conn *remoting.Conn, hb *heartbeatData, langua
 // heartbeat without its subscriptions.
 func (m *clientManager) subscribesOrderTopic(subs []subscriptionData) (bool, error) {
 	for _, sd := range subs {
-		tc, ok, err := m.b.topics.get(sd.Topic)
+		tc, ok, err := m.owner().topics.get(sd.Topic)
 		if err != nil {
 			return false, fmt.Errorf("read topic %s of a subscription: %w", sd.Topic, err)
 		}
@@ -261,7 +273,7 @@ func (m *clientManager) ensureRetryTopic(group string, queues int, order bool) e
 	if queues <= 0 {
 		queues = 1
 	}
-	if _, err := m.b.topics.ensureSendBackTopic(meta.RetryTopic(group), queues, meta.PermRead|meta.PermWrite, order); err != nil {
+	if _, err := m.owner().topics.ensureSendBackTopic(meta.RetryTopic(group), queues, meta.PermRead|meta.PermWrite, order); err != nil {
 		return fmt.Errorf("create retry topic of %s: %w", group, err)
 	}
 	return nil
@@ -325,7 +337,7 @@ func (m *clientManager) registerConsumer(cd consumerData, subs map[string]*subsc
 // notifyChanged sends NOTIFY_CONSUMER_IDS_CHANGED to every client of a
 // group (oneway), so they rebalance at once.
 func (m *clientManager) notifyChanged(group string) {
-	if !m.b.cfg.NotifyConsumerIdsChangedEnable {
+	if !m.owner().cfg.NotifyConsumerIdsChangedEnable {
 		return
 	}
 	m.mu.Lock()
@@ -340,7 +352,7 @@ func (m *clientManager) notifyChanged(group string) {
 	for _, c := range conns {
 		req := remoting.NewRequest(remoting.NotifyConsumerIDsChanged, map[string]string{"consumerGroup": group}, nil)
 		if err := c.Oneway(req); err != nil {
-			m.b.log.Debug().Err(err).Str("group", group).Msg("notify consumer ids changed")
+			m.owner().log.Debug().Err(err).Str("group", group).Msg("notify consumer ids changed")
 		}
 	}
 }
@@ -373,7 +385,7 @@ func (m *clientManager) unregister(conn *remoting.Conn, clientID, producerGroup,
 	}
 	m.mu.Unlock()
 	for _, g := range notify {
-		if gc, err := m.b.groupConfig(g, false); err == nil && gc.GroupName != "" && !gc.NotifyConsumerIdsChangedEnable {
+		if gc, err := m.owner().groupConfig(g, false); err == nil && gc.GroupName != "" && !gc.NotifyConsumerIdsChangedEnable {
 			continue
 		}
 		m.notifyChanged(g)
@@ -445,7 +457,7 @@ func (m *clientManager) expireLoop(ctx context.Context) {
 
 // expire is one scan of expireLoop at now.
 func (m *clientManager) expire(now time.Time) {
-	deadline := now.Add(-m.b.cfg.ChannelExpiredTimeout)
+	deadline := now.Add(-m.owner().cfg.ChannelExpiredTimeout)
 	dropped := m.removeWhere(func(c *clientChannel) bool { return c.lastUpdate.Before(deadline) || c.conn.Closed() })
 	if len(dropped) == 0 {
 		return
@@ -468,7 +480,7 @@ func (m *clientManager) expire(now time.Time) {
 			continue
 		}
 		inUse[c.conn] = true // closed once
-		m.b.log.Warn().Str("clientId", c.clientID).Stringer("conn", c.conn).
+		m.owner().log.Warn().Str("clientId", c.clientID).Stringer("conn", c.conn).
 			Msg("client expired: no heartbeat within channelExpiredTimeout; closing its connection")
 		_ = c.conn.Close()
 	}

@@ -906,7 +906,7 @@ func TestControllerModeSlaveAsksMasterHAAgain(t *testing.T) {
 // A broker that finds no controller at its start keeps trying, as
 // RocketMQ's ReplicasManager retries its start every 5 s, and starts once
 // a controller answers (it used to give up after five tries and bin/broker
-// exited).
+// exited). Meanwhile its port answers SYSTEM_BUSY.
 func TestControllerModeStartWaitsForTheController(t *testing.T) {
 	port := testutil.FreePortPair(t)
 	a := newCtlBroker(t, fmt.Sprintf("127.0.0.1:%d", port), "")
@@ -921,6 +921,11 @@ func TestControllerModeStartWaitsForTheController(t *testing.T) {
 	case <-started:
 		t.Fatal("the broker started without a controller")
 	case <-time.After(6 * time.Second):
+	}
+	// It listens meanwhile, as RocketMQ's broker does before its role
+	// is known, and asks its clients to come back.
+	if r := call(t, dialCtl(t, a.addr()), remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.SystemBusy || r.Remark != switchingRemark {
+		t.Fatalf("a request before the broker has a role: code %d %q, want SYSTEM_BUSY %q", r.Code, r.Remark, switchingRemark)
 	}
 	startTestControllersOn(t, []int{port}, false, true)
 	select {
@@ -1166,5 +1171,63 @@ func TestControllerModeSwitchSkipsGracefulWait(t *testing.T) {
 	}
 	if got := b.sup.GoAwayWait(); got != 5*time.Second {
 		t.Fatalf("the running Broker's graceful wait is %v, want the configured 5s for the process's stop", got)
+	}
+}
+
+// A role switch keeps the process's ports and its clients' connections,
+// as RocketMQ's one BrokerController keeps them: a consumer registered
+// with the slave before it is elected master is still in its group's
+// list afterwards, asked on the same connection without a new heartbeat,
+// and no connection is refused while the switch runs (the Broker's own
+// servers used to stop and start with it: connections refused during
+// the switch, and every client's closed).
+func TestControllerModeSwitchKeepsConnections(t *testing.T) {
+	ctlAddr := startTestController(t, true, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	a.start()
+	b.start()
+	if !a.isMaster() || b.isMaster() {
+		t.Fatal("the first broker is not the master, or the second is")
+	}
+	c := dialCtl(t, b.addr())
+	if r := call(t, c, remoting.HeartBeat, nil, consumerHeartbeat("10.0.0.9@1", "G")); r.Code != remoting.Success {
+		t.Fatalf("heartbeat: code %d %q", r.Code, r.Remark)
+	}
+	first := b.sup.Broker()
+
+	stop := make(chan struct{})
+	dialerDone := make(chan struct{})
+	var dials, refused atomic.Int64
+	go func() {
+		defer close(dialerDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			conn, err := net.DialTimeout("tcp", b.addr(), time.Second)
+			if err != nil {
+				refused.Add(1)
+				continue
+			}
+			dials.Add(1)
+			_ = conn.Close()
+		}
+	}()
+	a.stop()
+	waitUntil(t, 25*time.Second, "the slave to become master", b.isMaster)
+	close(stop)
+	<-dialerDone
+	if b.sup.Broker() == first {
+		t.Fatal("the slave leads without a new Broker: no switch was tested")
+	}
+	if n := refused.Load(); n > 0 {
+		t.Errorf("%d of %d connections refused during the switch", n, n+dials.Load())
+	}
+	code, ids := consumerIDList(t, c, "G")
+	if code != remoting.Success || !slices.Equal(ids, []string{"10.0.0.9@1"}) {
+		t.Fatalf("the group's consumers after the switch, on the connection of the heartbeat: code %d %v", code, ids)
 	}
 }

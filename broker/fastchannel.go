@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -38,14 +39,17 @@ func (h fastChannelHandler) ServeCommand(ctx context.Context, conn *remoting.Con
 // fastListenPort is the fast channel's port: fastListenPort, else
 // listenPort-2 (any free port when listenPort is 0 or too small, as
 // RocketMQ); -1 when it is off.
-func (b *Broker) fastListenPort() int {
-	switch p := b.cfg.FastListenPort; {
+func (b *Broker) fastListenPort() int { return fastListenPortOf(b.cfg) }
+
+// fastListenPortOf is Broker.fastListenPort for cfg.
+func fastListenPortOf(cfg configs.Broker) int {
+	switch p := cfg.FastListenPort; {
 	case p < 0:
 		return -1
 	case p > 0:
 		return p
 	}
-	return max(b.cfg.ListenPort-2, 0)
+	return max(cfg.ListenPort-2, 0)
 }
 
 // fastPortMismatch says why an Apache RocketMQ slave of a master whose

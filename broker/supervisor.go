@@ -77,6 +77,9 @@ type Supervisor struct {
 	// replaced since is dropped.
 	pendingCut atomic.Pointer[cutRequest]
 	cutWake    chan struct{}
+	// servers are the process's Remoting servers, from Start to
+	// Shutdown: every Broker serves behind them (processServers).
+	servers *processServers
 	// haInfoFails limits the lines of a master that keeps not answering
 	// EXCHANGE_BROKER_HA_INFO (askMasterHA asks every
 	// syncBrokerMetadataPeriod).
@@ -89,6 +92,10 @@ type Supervisor struct {
 	b        *Broker
 	cur      roleState
 	switches []Switch
+	// last is the last Broker that started, kept after its stop (under
+	// switchMu): the next takes over its client tables, also when a
+	// start failed in between.
+	last *Broker
 
 	// Set between NewSupervisor and Start.
 	configure  func(*Broker) // tests: applied to each Broker before its Start
@@ -249,12 +256,26 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 			s.wg.Wait()
 			_ = s.ctl.close()
 			_ = s.peers.Close()
+			if s.servers != nil {
+				_ = s.servers.shutdown(context.Background())
+			}
 			s.stopped.Store(true)
 		}
 	}()
 	if s.epochs, err = autoswitch.OpenEpochFile(epochFilePath(s.cfg)); err != nil {
 		return err
 	}
+	// The ports first, as RocketMQ's broker listens before its replicas
+	// manager asks the controller for a role: clients connecting before
+	// the first Broker runs are answered SYSTEM_BUSY rather than refused.
+	servers, err := newProcessServers(s.cfg, s.root)
+	if err != nil {
+		return err
+	}
+	if err := servers.start(ctx, s.cfg.ListenPort, fastListenPortOf(s.cfg)); err != nil {
+		return err
+	}
+	s.servers = servers
 	s.readStoreEnd()
 	s.ctl.refreshAddresses(ctx)
 	st, err := s.register(ctx)
@@ -648,6 +669,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		}
 	}
 	b.ctl = link
+	b.shared, b.predecessor = s.servers, s.last
 	if s.configFile != "" {
 		b.SetConfigFile(s.configFile)
 	}
@@ -666,7 +688,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 	}
 	took := time.Since(began)
 	s.mu.Lock()
-	s.b, s.cur = b, next
+	s.b, s.cur, s.last = b, next, b
 	s.switches = append(s.switches, Switch{Master: master, Epoch: st.MasterEpoch, Took: took, CutAt: cut})
 	s.mu.Unlock()
 	s.log.Info().Bool("master", master).Int64("brokerId", s.BrokerID()).Int64("masterBrokerId", st.MasterID).
@@ -843,6 +865,8 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	if b := s.Broker(); b != nil {
 		errs = append(errs, b.Shutdown(ctx))
 	}
+	// After the Broker's stop, which ran the graceful waits on them.
+	errs = append(errs, s.servers.shutdown(ctx))
 	errs = append(errs, s.ctl.close(), s.peers.Close())
 	return errors.Join(errs...)
 }
