@@ -1231,3 +1231,35 @@ func TestControllerModeSwitchKeepsConnections(t *testing.T) {
 		t.Fatalf("the group's consumers after the switch, on the connection of the heartbeat: code %d %v", code, ids)
 	}
 }
+
+// A proposal of the sync state set the controller holds already (a
+// slave that dropped out and came back before the shrink was sent) is
+// taken as that set, logged at info: it used to be a warning after
+// every such reconnection, and the set the controller refused was put
+// back on the master's server.
+func TestControllerModeProposalOfTheHeldSetIsNoWarning(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	var logs testutil.SyncBuffer
+	a.supervise = func(s *Supervisor) {
+		s.log = zerolog.New(&logs).With().Str("component", "controller-mode").Logger()
+	}
+	a.start()
+	if !a.isMaster() {
+		t.Fatal("the broker alone is not elected master")
+	}
+	held := controllerSyncStateSet(t, a)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a.sup.alterSyncStateSet(ctx, a.sup.Broker(), held)
+	out := logs.String()
+	if strings.Contains(out, `"level":"warn"`) {
+		t.Fatalf("proposing the held set %v logged a warning:\n%s", held, out)
+	}
+	if !strings.Contains(out, "the controller holds the proposed sync state set already") {
+		t.Fatalf("no line about the held set:\n%s", out)
+	}
+	if got := a.sup.role().syncSet; !slices.Equal(got, held) {
+		t.Fatalf("the supervisor's set is %v, want the held %v", got, held)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -800,6 +801,15 @@ func (s *Supervisor) alterSyncStateSet(ctx context.Context, from *Broker, set []
 		return
 	}
 	got, err := s.ctl.alterSyncStateSet(ctx, s.cfg.BrokerName, s.BrokerID(), r.masterEpoch, set, r.syncEpoch)
+	if heldAlready(err) {
+		// The controller holds this set: a shrink and the growth back
+		// proposed before run sent the first (a slave that reconnected
+		// at once) leave the set where it was.
+		s.log.Info().Ints64("syncStateSet", set).Int32("syncStateSetEpoch", r.syncEpoch).
+			Msg("the controller holds the proposed sync state set already")
+		s.setSyncStateSet(set, r.syncEpoch)
+		return
+	}
 	if err != nil {
 		s.log.Warn().Err(err).Ints64("syncStateSet", set).Msg("alter sync state set")
 		if b := s.Broker(); b != nil && b.repl.auto != nil {
@@ -808,6 +818,16 @@ func (s *Supervisor) alterSyncStateSet(ctx context.Context, from *Broker, set []
 		return
 	}
 	s.setSyncStateSet(got.SyncStateSet, got.SyncStateSetEpoch)
+}
+
+// heldAlready reports whether err is the controller's refusal of a sync
+// state set equal to the one it holds (CONTROLLER_ALTER_SYNC_STATE_SET_FAILED
+// with RocketMQ's remark for it; the code alone also covers other
+// refusals).
+func heldAlready(err error) bool {
+	var ce *controllerError
+	return errors.As(err, &ce) && ce.Code == remoting.ControllerAlterSyncStateSetFailed &&
+		strings.Contains(ce.Remark, "is equal with oldSyncStateSet")
 }
 
 // cutRequest is a slave's cut and the Broker whose AutoSwitch client
