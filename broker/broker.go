@@ -24,6 +24,7 @@ import (
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/atomicfile"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/internal/repeatlog"
@@ -273,6 +274,9 @@ type Broker struct {
 	shared      *processServers
 	served      *gatedHandler
 	predecessor *Broker
+	// tlsWatch reloads the TLS of the Broker's own servers when its files
+	// change (nil without TLS files, or behind shared servers).
+	tlsWatch *certwatch.Watcher
 	// metrics is nil unless metricsExporterType is PROM; exporter serves
 	// it.
 	metrics  *metrics.Broker
@@ -631,6 +635,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		if a, ok := b.server.Addr().(*net.TCPAddr); ok {
 			b.storeHost = netip.AddrPortFrom(b.storeHost.Addr(), uint16(a.Port))
 		}
+	}
+	if b.tlsWatch != nil {
+		b.goBackground("tls-watch", func(ctx context.Context) { b.tlsWatch.Run(ctx, certwatch.DefaultInterval) })
 	}
 	b.goBackground("client-expiry", b.clients.expireLoop)
 	b.goBackground("lock-expiry", b.locks.expireLoop)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -32,6 +33,9 @@ type processServers struct {
 	main *remoting.Server
 	fast *remoting.Server // nil when fastListenPort is -1
 	gate handlerGate
+	// tlsWatch reloads the servers' TLS when its files change (nil
+	// without TLS files); the Supervisor runs it.
+	tlsWatch *certwatch.Watcher
 	// answered is the running Broker's rpc latency hook (nil without
 	// metrics or without a Broker).
 	answered atomic.Pointer[func(remoting.Answer)]
@@ -41,11 +45,11 @@ type processServers struct {
 // would (TLS, listener settings, the fast channel), serving their gate.
 func newProcessServers(cfg configs.Broker, root zerolog.Logger) (*processServers, error) {
 	log := root.With().Str("component", "broker").Logger()
-	mode, tlsConfig, err := tlsconf.Listener("broker", cfg.TLS, log)
+	mode, tlsConfig, watch, err := tlsconf.WatchedListener("broker", cfg.TLS, log)
 	if err != nil {
 		return nil, err
 	}
-	p := &processServers{}
+	p := &processServers{tlsWatch: watch}
 	p.gate.log = log
 	scfg := remoting.ServerConfig{Addr: cfg.ListenAddr(cfg.ListenPort), TLSMode: mode, TLS: tlsConfig, OnAnswer: p.onAnswer}
 	listenconf.Apply(&scfg, cfg.Listener, cfg.ProxyProtocol)

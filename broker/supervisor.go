@@ -20,6 +20,7 @@ import (
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -277,6 +278,13 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.servers = servers
+	if w := servers.tlsWatch; w != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			w.Run(s.ctx, certwatch.DefaultInterval)
+		}()
+	}
 	s.readStoreEnd()
 	s.ctl.refreshAddresses(ctx)
 	st, err := s.register(ctx)

@@ -3,6 +3,8 @@ package broker
 import (
 	"crypto/tls"
 
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -11,7 +13,15 @@ import (
 // the client connections' (b.clientTLS): both stop the start when a
 // certificate or key cannot be loaded.
 func (b *Broker) listenerTLS() (remoting.TLSMode, *tls.Config, error) {
-	mode, cfg, err := tlsconf.Listener("broker", b.cfg.TLS, b.log)
+	var mode remoting.TLSMode
+	var cfg *tls.Config
+	var err error
+	if b.shared != nil {
+		// The Supervisor's servers serve and reload their own.
+		mode, cfg, err = tlsconf.Listener("broker", b.cfg.TLS, zerolog.Nop())
+	} else {
+		mode, cfg, b.tlsWatch, err = tlsconf.WatchedListener("broker", b.cfg.TLS, b.log)
+	}
 	if err != nil {
 		return 0, nil, err
 	}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -114,4 +116,49 @@ func TestBrokerRegistersWithATLSNameServer(t *testing.T) {
 	if len(ns.Registry().MemberGroup("broker-plain")) != 0 {
 		t.Fatal("a plaintext registration reached an enforcing name server")
 	}
+}
+
+// As RocketMQ's broker (FileWatchService over tls.server.*), a
+// certificate renewed on disk is served to new connections without a
+// restart, by a broker of its own and behind a controller-mode
+// Supervisor's servers alike.
+func TestBrokerReloadsItsCertificate(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	aCert, aKey := pki.Issue(t, "broker-a")
+	bCert, bKey := pki.Issue(t, "broker-b")
+	files := func(t *testing.T) (cert, key string) {
+		dir := t.TempDir()
+		cert, key = filepath.Join(dir, "broker.pem"), filepath.Join(dir, "broker.key")
+		testutil.CopyFile(t, aCert, cert)
+		testutil.CopyFile(t, aKey, key)
+		return cert, key
+	}
+	renew := func(t *testing.T, addr, cert, key string) {
+		if got := testutil.ServedCertName(t, addr); got != "broker-a" {
+			t.Fatalf("served %q at start, want broker-a", got)
+		}
+		testutil.CopyFile(t, bCert, cert)
+		testutil.CopyFile(t, bKey, key)
+		testutil.AwaitServedCert(t, addr, "broker-b")
+	}
+	t.Run("broker", func(t *testing.T) {
+		cert, key := files(t)
+		tb := startTestBroker(t, map[string]string{"tls.server.mode": "enforcing", "tls.config.file": "",
+			"tls.server.certPath": cert, "tls.server.keyPath": key})
+		renew(t, tb.Addr(), cert, key)
+		if !canSend(t, tb, true) {
+			t.Fatal("no send over TLS after the reload")
+		}
+	})
+	t.Run("controller mode", func(t *testing.T) {
+		cert, key := files(t)
+		c := newCtlBroker(t, startTestController(t, false, true), "")
+		c.settings["tls.server.mode"] = "enforcing"
+		c.settings["tls.config.file"] = ""
+		c.settings["tls.server.certPath"] = cert
+		c.settings["tls.server.keyPath"] = key
+		c.settings["tls.enable"] = "false" // the test's controller is plaintext
+		c.start()
+		renew(t, c.addr(), cert, key)
+	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/rocketkv/rocketkv/acl"
 	"github.com/rocketkv/rocketkv/auth"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -56,7 +57,7 @@ type Server struct {
 	grpc *grpc.Server
 	// certs serves the gRPC port's certificate and reloads it when its
 	// files change; nil when none is watched (plaintext, self-signed).
-	certs *certReloader
+	certs *certwatch.Watcher
 
 	// next spreads sends without a message group over a topic's queues
 	// and receives without a broker over its broker groups.
@@ -101,14 +102,13 @@ func New(cfg Config) (*Server, error) {
 		s.checker = auth.NewChecker(auth.Config{Authentication: cfg.Authentication, Authorization: cfg.Authorization},
 			newRemoteAuthStoreSized(s, cfg.UserCacheTTL, cfg.AuthCacheTTL, cfg.UserCacheSize, cfg.ACLCacheSize))
 	}
-	tc := cfg.TLS
+	tc := withH2(cfg.TLS)
 	if tc != nil && len(tc.Certificates) == 1 && cfg.CertWatch.enabled() {
-		s.certs = newCertReloader(cfg.CertWatch, tc.Certificates[0], s.log)
-		tc = tc.Clone()
-		tc.Certificates, tc.GetCertificate = nil, s.certs.getCertificate
+		s.certs = cfg.CertWatch.watch(tc, s.log)
+		tc = s.certs.Config()
 	}
 	s.grpc = grpc.NewServer(
-		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: withH2(tc)}),
+		grpc.Creds(&sniffCreds{mode: cfg.TLSMode, tls: tc}),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		// Clients ping idle connections; RocketMQ's proxy lets them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
@@ -168,7 +168,7 @@ func (s *Server) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.certs.run(bg)
+			s.certs.Run(bg, s.cfg.CertWatch.Interval)
 		}()
 	}
 	if s.cfg.Authorization && !s.cfg.ProxyProtocol.Disabled && len(s.cfg.ProxyProtocol.Trusted) == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -110,6 +111,9 @@ type Server struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	scanner  sync.WaitGroup
+	// tlsWatch reloads the listener's TLS when its files change (nil
+	// without TLS files); run with the scanner.
+	tlsWatch *certwatch.Watcher
 
 	// minChanges queues the NOTIFY_MIN_BROKER_ID_CHANGE notices the
 	// notifier goroutine (started by Start, stopped with the scanner)
@@ -124,12 +128,13 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 	if cfg.ScanInterval <= 0 {
 		cfg.ScanInterval = 5 * time.Second
 	}
+	var tlsWatch *certwatch.Watcher
 	if cfg.Remoting.TLSMode == remoting.TLSDisabled && cfg.Remoting.TLS == nil && cfg.TLS.Mode != "" {
-		mode, tc, err := tlsconf.Listener("name server", cfg.TLS, log)
+		mode, tc, w, err := tlsconf.WatchedListener("name server", cfg.TLS, log)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Remoting.TLSMode, cfg.Remoting.TLS = mode, tc
+		cfg.Remoting.TLSMode, cfg.Remoting.TLS, tlsWatch = mode, tc, w
 	}
 	if cfg.ClientTLS == nil && cfg.Settings != nil {
 		ct, err := tlsconf.Client("name server", configs.DialTLS(cfg.Settings.TLSEnable, cfg.TLS.Mode), cfg.TLS, log)
@@ -148,6 +153,7 @@ func NewServer(cfg Config, log zerolog.Logger) (*Server, error) {
 		kv:         kv,
 		mux:        remoting.NewMux(),
 		stop:       make(chan struct{}),
+		tlsWatch:   tlsWatch,
 		minChanges: make(chan MinBrokerIDChange, maxQueuedMinChanges),
 		brokerPool: remoting.NewClientPool(remoting.ClientOptions{Log: log, TLS: cfg.ClientTLS}),
 	}
@@ -191,6 +197,10 @@ func (s *Server) Start(ctx context.Context) error {
 	s.scanner.Add(2)
 	go s.scan()
 	go s.notifyMinBrokerIDChanges()
+	if s.tlsWatch != nil {
+		s.scanner.Add(1)
+		go s.watchTLS()
+	}
 	s.log.Info().Str("addr", s.Addr().String()).Msg("name server started")
 	return nil
 }
@@ -218,6 +228,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("shut down name server: %w", err)
 	}
 	return nil
+}
+
+// watchTLS reloads the listener's TLS configuration when its files
+// change, until Shutdown.
+func (s *Server) watchTLS() {
+	defer s.scanner.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	s.tlsWatch.Run(ctx, certwatch.DefaultInterval)
 }
 
 // scan removes expired brokers every ScanInterval and closes their

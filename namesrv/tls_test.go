@@ -2,12 +2,14 @@ package namesrv
 
 import (
 	"crypto/tls"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -123,5 +125,41 @@ func TestNameServerTLSStartErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one naming %s", tc.props, err, tc.want)
 		}
+	}
+}
+
+// As RocketMQ's name server (FileWatchService), a certificate renewed on
+// disk is served to new connections without a restart.
+func TestNameServerReloadsItsCertificate(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "ns.pem"), filepath.Join(dir, "ns.key")
+	aCert, aKey := pki.Issue(t, "ns-a")
+	bCert, bKey := pki.Issue(t, "ns-b")
+	testutil.CopyFile(t, aCert, cert)
+	testutil.CopyFile(t, aKey, key)
+	set := configs.DefaultNamesrv()
+	if _, err := set.Apply(map[string]string{"tls.server.mode": configs.TLSModeEnforcing, "tls.config.file": "",
+		"tls.server.certPath": cert, "tls.server.keyPath": key}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startNameServer(t, func(c *Config) {
+		addr := c.Remoting.Addr
+		*c = ConfigFrom(set, "")
+		c.Remoting.Addr, c.Remoting.EventLoops = addr, 1
+	})
+	addr := s.Addr().String()
+	if got := testutil.ServedCertName(t, addr); got != "ns-a" {
+		t.Fatalf("served %q at start, want ns-a", got)
+	}
+	open, err := dialTLS(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.CopyFile(t, bCert, cert)
+	testutil.CopyFile(t, bKey, key)
+	testutil.AwaitServedCert(t, addr, "ns-b")
+	if !servedBy(t, open) {
+		t.Fatal("the connection made before the reload is not served")
 	}
 }

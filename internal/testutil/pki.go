@@ -55,6 +55,30 @@ func (p *PKI) SelfSigned(t testing.TB, name string) (certPath, keyPath string) {
 	return p.write(t, name, createCert(t, name, false, &key.PublicKey, nil, key), key)
 }
 
+// Reissue makes a new certificate like Issue's for the key in keyPath
+// (a renewal that keeps the key) and returns its PEM file's path.
+func (p *PKI) Reissue(t testing.TB, name, keyPath string) string {
+	t.Helper()
+	raw, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", keyPath)
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, ok := parsed.(*ecdsa.PrivateKey)
+	if !ok {
+		t.Fatalf("%s holds a %T, want an ECDSA key", keyPath, parsed)
+	}
+	cert := createCert(t, name, false, &key.PublicKey, p.ca, p.key)
+	return writePEMFile(t, filepath.Join(p.dir, name+".pem"), "CERTIFICATE", cert.Raw)
+}
+
 func (p *PKI) write(t testing.TB, name string, cert *x509.Certificate, key *ecdsa.PrivateKey) (string, string) {
 	t.Helper()
 	der, err := x509.MarshalPKCS8PrivateKey(key)
