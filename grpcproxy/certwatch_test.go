@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,20 +12,9 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/certwatch"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-// copyFile copies src over dst.
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	raw, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // servedName is the common name of the certificate a new TLS connection
 // to addr is served.
@@ -66,8 +54,8 @@ func TestGRPCPortReloadsItsCertificate(t *testing.T) {
 	bCert, bKey := writeCertificate(t, dir, "b.example")
 	cCert, _ := writeCertificate(t, dir, "c.example")
 	certPath, keyPath := filepath.Join(dir, "served.crt"), filepath.Join(dir, "served.key")
-	copyFile(t, aCert, certPath)
-	copyFile(t, aKey, keyPath)
+	testutil.CopyFile(t, aCert, certPath)
+	testutil.CopyFile(t, aKey, keyPath)
 
 	mode, tc, err := remoting.ServerTLS(configs.TLSModePermissive, remoting.TLSOptions{CertPath: certPath, KeyPath: keyPath})
 	if err != nil {
@@ -90,12 +78,12 @@ func TestGRPCPortReloadsItsCertificate(t *testing.T) {
 		t.Fatalf("served %s at start, want a.example", got)
 	}
 
-	copyFile(t, bCert, certPath)
+	testutil.CopyFile(t, bCert, certPath)
 	awaitPasses(t, s.certs, 3)
 	if got := servedName(t, addr); got != "a.example" {
 		t.Fatalf("served %s after the certificate file alone changed, want a.example still", got)
 	}
-	copyFile(t, bKey, keyPath)
+	testutil.CopyFile(t, bKey, keyPath)
 	awaitPasses(t, s.certs, 2)
 	if got := servedName(t, addr); got != "b.example" {
 		t.Fatalf("served %s after both files changed, want b.example", got)
@@ -103,8 +91,8 @@ func TestGRPCPortReloadsItsCertificate(t *testing.T) {
 
 	// c's certificate with a's key: both files change, the pair does
 	// not load, b stays.
-	copyFile(t, cCert, certPath)
-	copyFile(t, aKey, keyPath)
+	testutil.CopyFile(t, cCert, certPath)
+	testutil.CopyFile(t, aKey, keyPath)
 	awaitPasses(t, s.certs, 3)
 	if got := servedName(t, addr); got != "b.example" {
 		t.Fatalf("served %s after a pair that does not load, want b.example still", got)
