@@ -35,6 +35,11 @@ import (
 // answered SYSTEM_ERROR with the reason, as RocketMQ answers it. The
 // forwarding waits on the request's worker, as RocketMQ's processors wait
 // on theirs, for at most staticForwardTimeout.
+//
+// POP requests are not rewritten: RocketMQ 5.3.4's POP, ack, batch ack,
+// change of invisible time, peek and notification processors build no
+// mapping context, so their queue ids and offsets are physical ones
+// (TestStaticTopicPopServesPhysicalQueues).
 
 // staticForwardTimeout bounds a request forwarded to another broker
 // group (RocketMQ's forwardTimeout default).
