@@ -258,7 +258,10 @@ type Broker struct {
 	// staticLink holds the connections of static topics' requests
 	// forwarded to other broker groups (statictopic.go).
 	staticLink masterLink
-	special    specialServices
+	// staticRoutes caches the master addresses those requests go to
+	// (staticroute.go).
+	staticRoutes masterCache
+	special      specialServices
 
 	mux    *remoting.Mux
 	acl    *acl.Guard // nil when aclEnable is off

@@ -30,8 +30,9 @@ import (
 //
 // A request whose item is on another broker group (a queue that moved:
 // its older messages and offsets) is forwarded to that group's master,
-// found in the topic's route, with lo=false and the item's physical
-// queue, as RocketMQ's RpcClient forwards it; a forwarding that fails is
+// found in the topic's route (cached: masterCache), with lo=false and the
+// item's physical queue, as RocketMQ's RpcClient forwards it; a
+// forwarding that fails is
 // answered SYSTEM_ERROR with the reason, as RocketMQ answers it. The
 // forwarding waits on the request's worker, as RocketMQ's processors wait
 // on theirs, for at most staticForwardTimeout.
@@ -51,26 +52,24 @@ var errStaticForward = errors.New("forward a static topic request to another bro
 
 // forward sends req with the fields of set over its own, lo=false and
 // bname, to the master of item's broker group and returns its answer.
+// The master's address comes from b.staticRoutes (a cached route, fetched
+// again when stale); a forwarding that fails at a cached address asks
+// for the route again and, when the group's master has moved, sends to
+// the new one once.
 func (b *Broker) forward(ctx context.Context, req *remoting.Command, topic string, item meta.LogicQueueMappingItem, set map[string]string) (*remoting.Command, error) {
 	fail := func(err error) (*remoting.Command, error) {
 		b.log.Warn().Err(err).Str("topic", topic).Str("broker", item.Bname).Int32("code", req.Code).Msg("static topic request not forwarded")
 		return nil, fmt.Errorf("%w %s: %w", errStaticForward, item.Bname, err)
 	}
-	if !b.register.hasNameServers() {
-		return fail(errors.New("no name server to find it"))
+	fetch := func(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
+		if !b.register.hasNameServers() {
+			return namesrv.TopicRouteData{}, errors.New("no name server to find it")
+		}
+		return namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.PreferAvailable(), topic, routeTimeout)
 	}
-	route, err := namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.PreferAvailable(), topic, routeTimeout)
+	addr, cached, err := b.staticRoutes.master(ctx, topic, item.Bname, fetch)
 	if err != nil {
 		return fail(err)
-	}
-	addr := ""
-	for _, bd := range route.BrokerDatas {
-		if bd.BrokerName == item.Bname {
-			addr = bd.BrokerAddrs[namesrv.MasterID]
-		}
-	}
-	if addr == "" {
-		return fail(fmt.Errorf("the route of %s has no master of it", topic))
 	}
 	ext := maps.Clone(req.ExtFields)
 	if ext == nil {
@@ -82,11 +81,26 @@ func (b *Broker) forward(ctx context.Context, req *remoting.Command, topic strin
 	if err != nil {
 		return fail(err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, staticForwardTimeout)
-	defer cancel()
-	resp, err := pool.Invoke(cctx, addr, remoting.NewRequest(req.Code, ext, req.Body))
+	send := func(addr string) (*remoting.Command, error) {
+		cctx, cancel := context.WithTimeout(ctx, staticForwardTimeout)
+		defer cancel()
+		resp, err := pool.Invoke(cctx, addr, remoting.NewRequest(req.Code, ext, req.Body))
+		if err != nil {
+			pool.CloseAddr(addr)
+			b.staticRoutes.forget(item.Bname, addr)
+		}
+		return resp, err
+	}
+	resp, err := send(addr)
+	if err != nil && cached && ctx.Err() == nil {
+		if moved, ferr := b.staticRoutes.refresh(ctx, topic, item.Bname, fetch); ferr == nil && moved != addr {
+			b.log.Info().Str("topic", topic).Str("broker", item.Bname).Str("from", addr).Str("to", moved).
+				Msg("static topic forwarding follows the group's master to its new address")
+			addr = moved
+			resp, err = send(addr)
+		}
+	}
 	if err != nil {
-		pool.CloseAddr(addr)
 		return fail(fmt.Errorf("%s: %w", addr, err))
 	}
 	return resp, nil
