@@ -32,10 +32,11 @@ func exportCommand(o *globalOptions) *cobra.Command {
 		Use:   "export-rocketmq [--out DIR] [--force]",
 		Short: "Write the store's topics, groups and offsets as Apache RocketMQ's config files: the way back to RocketMQ",
 		Long: `Writes the topics, subscription groups, consumer offsets, delay-level
-progress, POP request modes and orderly POP batches in flight of a
-stopped store as the config files of an Apache RocketMQ broker
-(topics.json, subscriptionGroup.json, consumerOffset.json,
-delayOffset.json, messageRequestMode.json, consumerOrderInfo.json) into
+progress, POP request modes, orderly POP batches in flight and static
+topics' queue mappings of a stopped store as the config files of an
+Apache RocketMQ broker (topics.json, subscriptionGroup.json,
+consumerOffset.json, delayOffset.json, messageRequestMode.json,
+consumerOrderInfo.json, topicQueueMapping.json) into
 --out, by default the store's own config/ directory, keeping what they
 replace as .bak files. A slave's store is exported with the offsets and
 orderly batches of its own pops over those it copied from its master,
@@ -104,7 +105,7 @@ type configCounts struct {
 	OrderlyBatches int `json:"orderlyBatches"`
 	// StaticTopics counts the static topics' queue mappings
 	// (topicQueueMapping.json), which a first open imports and an export
-	// does not write.
+	// writes.
 	StaticTopics int `json:"staticTopics,omitempty"`
 }
 
@@ -167,8 +168,8 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 			return err
 		}
 	}
-	return w.line(fmt.Sprintf("wrote %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes and %d orderly POP batches to %s",
-		line.Topics, line.Groups, line.Offsets, line.DelayLevels, line.RequestModes, line.OrderlyBatches, dir))
+	return w.line(fmt.Sprintf("wrote %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches and %d static topic mappings to %s",
+		line.Topics, line.Groups, line.Offsets, line.DelayLevels, line.RequestModes, line.OrderlyBatches, line.StaticTopics, dir))
 }
 
 // popNotRolledBack counts the POP messages in flight that the last

@@ -88,6 +88,23 @@ func TestExportRocketMQConfig(t *testing.T) {
 		exportSend(t, c, "ExpT", "m"+strconv.Itoa(i), "")
 	}
 	exportCommit(t, c, "cg-exp", "ExpT", 3)
+	// A static topic whose logic queue 0 moved here from broker-b: its
+	// mapping goes to topicQueueMapping.json and comes back from it.
+	static := meta.NewTopicQueueMappingDetail("ExpStatic", 2, "broker-a", 2000)
+	moved := []meta.LogicQueueMappingItem{meta.NewLogicQueueMappingItem(), meta.NewLogicQueueMappingItem()}
+	moved[0].Bname, moved[0].EndOffset = "broker-b", 4
+	moved[1].Bname, moved[1].Gen, moved[1].QueueID, moved[1].LogicOffset = "broker-a", 1, 1, 10
+	lone := meta.NewLogicQueueMappingItem()
+	lone.Bname = "broker-a"
+	static.HostedQueues[0], static.HostedQueues[1] = moved, []meta.LogicQueueMappingItem{lone}
+	staticBody, err := json.Marshal(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.UpdateAndCreateStaticTopic, map[string]string{
+		"topic": "ExpStatic", "readQueueNums": "2", "writeQueueNums": "2", "perm": "6"}, staticBody)); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("create the static topic: %v %+v", err, resp)
+	}
 	// A group forbidden to read a topic stays so in RocketMQ.
 	if resp, err := c.Invoke(context.Background(), remoting.NewRequest(remoting.UpdateAndGetGroupForbidden,
 		map[string]string{"group": "cg-exp", "topic": "ExpOther", "readable": "false"}, nil)); err != nil || resp.Code != remoting.Success {
@@ -145,6 +162,9 @@ func TestExportRocketMQConfig(t *testing.T) {
 	if want := []meta.GroupForbidden{{Group: "cg-exp", Topics: map[string]int{"ExpOther": meta.PermRead}}}; !reflect.DeepEqual(cfg.Forbidden, want) {
 		t.Fatalf("subscriptionGroup.json's forbiddenTable: %+v, want %+v", cfg.Forbidden, want)
 	}
+	if len(cfg.QueueMappings) != 1 || !reflect.DeepEqual(cfg.QueueMappings[0], static) {
+		t.Fatalf("topicQueueMapping.json: %+v, want %+v", cfg.QueueMappings, static)
+	}
 	if !cfg.HasTimerCheck || cfg.TimerQueueOffset != 1 {
 		t.Fatalf("timercheck: %v, queue offset %d, want 1 (past the delivered timer message)", cfg.HasTimerCheck, cfg.TimerQueueOffset)
 	}
@@ -166,6 +186,20 @@ func TestExportRocketMQConfig(t *testing.T) {
 	resp, err = c.Invoke(context.Background(), remoting.NewRequest(remoting.GetMaxOffset, map[string]string{"topic": "ExpT", "queueId": "0"}, nil))
 	if err != nil || resp.ExtFields["offset"] != "5" {
 		t.Fatalf("max offset after the way back: %v %+v", err, resp)
+	}
+	// The static topic's mapping was imported from the exported file.
+	resp, err = c.Invoke(context.Background(), remoting.NewRequest(remoting.GetTopicConfig, map[string]string{"topic": "ExpStatic", "lo": "true"}, nil))
+	if err != nil || resp.Code != remoting.Success {
+		t.Fatalf("the static topic's config after the way back: %v %+v", err, resp)
+	}
+	var answered struct {
+		MappingDetail json.RawMessage `json:"mappingDetail"`
+	}
+	if err := json.Unmarshal(resp.Body, &answered); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := meta.DecodeTopicQueueMappingDetail(answered.MappingDetail); err != nil || !reflect.DeepEqual(got, static) {
+		t.Fatalf("the static topic's mapping after the way back: %+v (%v), want %+v", got, err, static)
 	}
 	// The orderly batch came back with the config: the queue is still
 	// locked for its group, and the batch's attempt gets it again.

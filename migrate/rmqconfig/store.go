@@ -32,7 +32,8 @@ type QueueEnds interface {
 // what they are forbidden),
 // consumer offsets (StoreOffsets), delay offsets (StoreDelayOffsets) and
 // request modes (StoreRequestModes), orderly batches (StoreOrderInfos)
-// and, on a slave's store, what its own pops kept over what it copied
+// and static topics' queue mappings and, on a slave's store, what its
+// own pops kept over what it copied
 // from its master (mergeSlaveOwn). kvdump export-rocketmq writes it with
 // Write.
 func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen int64) (Config, error) {
@@ -60,6 +61,9 @@ func FromStore(ctx context.Context, db *kvindex.DB, ends QueueEnds, firstOpen in
 		return c, err
 	}
 	if c.OrderInfos, err = StoreOrderInfos(ctx, db); err != nil {
+		return c, err
+	}
+	if c.QueueMappings, err = allConfigs(ctx, db.TopicQueueMappings); err != nil {
 		return c, err
 	}
 	if err = mergeSlaveOwn(ctx, db, ends, &c); err != nil {

@@ -28,17 +28,20 @@ const (
 	// LmqOffsetsFile is where a RocketMQ broker with enableLmq keeps every
 	// consumer offset (and reads none from OffsetsFile).
 	LmqOffsetsFile = "lmqConsumerOffset.json"
+	// QueueMappingsFile holds the static topics' queue mappings
+	// (RocketMQ's TopicQueueMappingManager).
+	QueueMappingsFile = "topicQueueMapping.json"
 )
 
 // configFiles are the files Write writes, in order.
-var configFiles = []string{TopicsFile, GroupsFile, OffsetsFile, LmqOffsetsFile, DelayOffsetsFile, RequestModesFile, OrderInfosFile}
+var configFiles = []string{TopicsFile, GroupsFile, OffsetsFile, LmqOffsetsFile, DelayOffsetsFile, RequestModesFile, OrderInfosFile, QueueMappingsFile}
 
 // Write writes c into dir (a store's <storePathRootDir>/config) as the
 // files Read reads, in the layout RocketMQ's ConfigManager writes them:
 // topics.json, subscriptionGroup.json, consumerOffset.json,
 // lmqConsumerOffset.json (the same offsets, for a RocketMQ broker with
-// enableLmq), delayOffset.json, messageRequestMode.json and
-// consumerOrderInfo.json,
+// enableLmq), delayOffset.json, messageRequestMode.json,
+// consumerOrderInfo.json and topicQueueMapping.json,
 // integer map keys unquoted
 // as fastjson writes them. As RocketMQ's persist does, a file's previous
 // content is kept as <file>.bak; each file is replaced atomically. The
@@ -103,6 +106,8 @@ func WriteFile(dir, name string, c Config, version meta.DataVersion) error {
 		}{modes}, "", "\t")
 	case OrderInfosFile:
 		body, err = EncodeOrderInfos(c.OrderInfos)
+	case QueueMappingsFile:
+		body, err = EncodeQueueMappings(c.QueueMappings, version)
 	default:
 		return fmt.Errorf("write config file %s: not one of %s", name, strings.Join(configFiles, ", "))
 	}
@@ -113,6 +118,75 @@ func WriteFile(dir, name string, c Config, version meta.DataVersion) error {
 		return fmt.Errorf("create config directory %s: %w", dir, err)
 	}
 	return atomicfile.ReplaceKeepingBackup(filepath.Join(dir, name), body, 0o644)
+}
+
+// EncodeQueueMappings writes topicQueueMapping.json as RocketMQ's
+// TopicQueueMappingManager encodes it:
+// {"topicQueueMappingInfoMap":{"<topic>":{TopicQueueMappingDetail}},"dataVersion":{...}},
+// topics in order, each detail's fields in fastjson's (alphabetical)
+// order and its logic queue ids (currIdMap, hostedQueues) unquoted, as
+// fastjson writes Integer keys.
+func EncodeQueueMappings(mappings []meta.TopicQueueMappingDetail, version meta.DataVersion) ([]byte, error) {
+	byTopic := make(map[string]meta.TopicQueueMappingDetail, len(mappings))
+	for _, d := range mappings {
+		byTopic[d.Topic] = d
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n")
+	if err := appendKeyedTable(&b, "topicQueueMappingInfoMap", byTopic, func(topic string) error {
+		return appendMappingDetail(&b, byTopic[topic])
+	}); err != nil {
+		return nil, err
+	}
+	b.WriteString(",\n")
+	if err := appendVersion(&b, version); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// appendMappingDetail writes one TopicQueueMappingDetail as fastjson
+// does (see EncodeQueueMappings).
+func appendMappingDetail(b *bytes.Buffer, d meta.TopicQueueMappingDetail) error {
+	str := func(v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("static topic %s: %w", d.Topic, err)
+		}
+		b.Write(raw)
+		return nil
+	}
+	b.WriteString(`{"bname":`)
+	if err := str(d.Bname); err != nil {
+		return err
+	}
+	b.WriteString(`,"currIdMap":{`)
+	for i, id := range slices.Sorted(maps.Keys(d.CurrIDMap)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(id)) + ":" + strconv.Itoa(int(d.CurrIDMap[id])))
+	}
+	b.WriteString(`},"dirty":` + strconv.FormatBool(d.Dirty) + `,"epoch":` + strconv.FormatInt(d.Epoch, 10) + `,"hostedQueues":{`)
+	for i, id := range slices.Sorted(maps.Keys(d.HostedQueues)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(id)) + ":")
+		if err := str(d.HostedQueues[id]); err != nil {
+			return err
+		}
+	}
+	b.WriteString(`},"scope":`)
+	if err := str(d.Scope); err != nil {
+		return err
+	}
+	b.WriteString(`,"topic":`)
+	if err := str(d.Topic); err != nil {
+		return err
+	}
+	b.WriteString(`,"totalQueues":` + strconv.Itoa(int(d.TotalQueues)) + "}")
+	return nil
 }
 
 // TimerCheckpointSize is the size of RocketMQ 5's config/timercheck (a

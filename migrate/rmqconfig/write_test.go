@@ -22,6 +22,7 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 	orig.RequestModes = []RequestMode{{Topic: "TopicA", ConsumerGroup: "GroupA", Mode: "POP", PopShareQueueNum: 2}}
 	orig.OrderInfos = sampleOrderInfos()
 	orig.Forbidden = []meta.GroupForbidden{{Group: "GroupA", Topics: map[string]int{"TopicA": 4, "TopicB": 6}}}
+	orig.QueueMappings = sampleQueueMappings()
 	root := t.TempDir()
 	dir := filepath.Join(root, "config")
 	if err := Write(dir, orig, meta.DataVersion{Counter: 7, Timestamp: 1700000000000}); err != nil {
@@ -43,6 +44,7 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 		"request modes": {orig.RequestModes, back.RequestModes},
 		"order infos":   {orig.OrderInfos, back.OrderInfos},
 		"forbidden":     {orig.Forbidden, back.Forbidden},
+		"mappings":      {orig.QueueMappings, back.QueueMappings},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("%s differ after the round trip:\n got %+v\nwant %+v", name, pair[1], pair[0])
@@ -65,6 +67,15 @@ func TestWriteReadsBackAsRocketMQWroteIt(t *testing.T) {
 	orders, err := os.ReadFile(filepath.Join(dir, "consumerOrderInfo.json"))
 	if line := `1:{"a":"attempt-7","cm":1,"i":30000,"l":1700000005000,"o":[7,1,3],"oc":{7:2,8:2,10:1},"ot":{8:1700000090000},"popTime":1700000000000}`; err != nil || !strings.Contains(string(orders), line) {
 		t.Errorf("consumerOrderInfo.json: %v; want the line %s in\n%s", err, line, orders)
+	}
+	// fastjson's rendering of a TopicQueueMappingDetail: fields in
+	// alphabetical order, logic queue ids unquoted.
+	mappings, err := os.ReadFile(filepath.Join(dir, "topicQueueMapping.json"))
+	if line := `"StaticA":{"bname":"broker-a","currIdMap":{},"dirty":false,"epoch":2000,"hostedQueues":{0:[{"bname":"broker-b","endOffset":2,"gen":0,"logicOffset":0,"queueId":0,"startOffset":0,"timeOfEnd":-1,"timeOfStart":-1},{"bname":"broker-a","endOffset":-1,"gen":1,"logicOffset":10,"queueId":1,"startOffset":0,"timeOfEnd":-1,"timeOfStart":-1}],3:[`; err != nil || !strings.Contains(string(mappings), line) {
+		t.Errorf("topicQueueMapping.json: %v; want the line %s in\n%s", err, line, mappings)
+	}
+	if !strings.Contains(string(mappings), `"counter":7`) {
+		t.Errorf("topicQueueMapping.json lacks its dataVersion:\n%s", mappings)
 	}
 	topics, err := os.ReadFile(filepath.Join(dir, "topics.json"))
 	if err != nil || !strings.Contains(string(topics), `"counter": 7`) {
@@ -163,4 +174,23 @@ func FuzzDecodeTimerCheckpoint(f *testing.F) {
 			t.Fatalf("%x decoded to %+v, which encodes to %x", b, ck, ck.Encode())
 		}
 	})
+}
+
+// sampleQueueMappings are two static topics' mappings: one whose logic
+// queue 0 moved from broker-b to broker-a, with a second logic queue,
+// and one with the scope, dirty flag and currIdMap set.
+func sampleQueueMappings() []meta.TopicQueueMappingDetail {
+	item := func(bname string, gen, queue int32, logic, end int64) meta.LogicQueueMappingItem {
+		it := meta.NewLogicQueueMappingItem()
+		it.Bname, it.Gen, it.QueueID, it.LogicOffset, it.EndOffset = bname, gen, queue, logic, end
+		return it
+	}
+	a := meta.NewTopicQueueMappingDetail("StaticA", 4, "broker-a", 2000)
+	a.HostedQueues[0] = []meta.LogicQueueMappingItem{item("broker-b", 0, 0, 0, 2), item("broker-a", 1, 1, 10, -1)}
+	a.HostedQueues[3] = []meta.LogicQueueMappingItem{item("broker-a", 0, 0, 0, -1)}
+	b := meta.NewTopicQueueMappingDetail("StaticB", 1, "broker-a", 5)
+	b.Scope, b.Dirty = "cluster-x", true
+	b.CurrIDMap[0] = 2
+	b.HostedQueues[0] = []meta.LogicQueueMappingItem{item("broker-a", 0, 2, 0, -1)}
+	return []meta.TopicQueueMappingDetail{a, b}
 }
