@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -271,48 +272,54 @@ func localQueueOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Co
 // staticMaxOffset answers GET_MAX_OFFSET of a logic queue: the newest
 // decided item's end, in logic offsets (RocketMQ's AdminBrokerProcessor).
 func (b *Broker) staticMaxOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command, c *staticCtx, next remoting.RespondFunc) *remoting.Command {
-	if !c.isLeader() {
-		return c.notLeader(req)
-	}
-	leader, _ := c.leader()
-	maxItem, ok := meta.FindLogicQueueMappingItem(c.items, 1<<63-1, true)
-	if !ok {
-		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID))
-	}
-	var off int64
-	var resp *remoting.Command
-	if c.local(maxItem) {
-		off, resp = localQueueOffset(ctx, conn, req, leader.QueueID, next)
-	} else {
-		// RocketMQ asks with the leader's queue id; the item's is the
-		// one of that group.
-		off, resp = b.forwardOffset(ctx, req, c, maxItem, nil)
-	}
-	if resp != nil {
-		return resp
-	}
-	return offsetResponse(req, maxItem.StaticOffsetStrictly(off))
+	return b.staticQueueEdge(ctx, conn, req, c, next, true)
 }
 
 // staticMinOffset answers GET_MIN_OFFSET of a logic queue: where its
 // oldest decided item starts, in logic offsets.
 func (b *Broker) staticMinOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command, c *staticCtx, next remoting.RespondFunc) *remoting.Command {
+	return b.staticQueueEdge(ctx, conn, req, c, next, false)
+}
+
+// staticQueueEdge answers GET_MAX_OFFSET (newest) or GET_MIN_OFFSET of a
+// logic queue from the item at that edge: the newest decided item, whose
+// end counts strictly (an offset past it is its end), or the oldest,
+// whose start counts loosely (an offset before it is its start), as
+// RocketMQ converts them. next, the physical request's handler, reads a
+// local item's queue; another group's item is asked for with its own
+// physical queue.
+func (b *Broker) staticQueueEdge(ctx context.Context, conn *remoting.Conn, req *remoting.Command, c *staticCtx, next remoting.RespondFunc, newest bool) *remoting.Command {
 	if !c.isLeader() {
 		return c.notLeader(req)
 	}
-	item, ok := meta.FindLogicQueueMappingItem(c.items, 0, true)
+	logic := int64(0)
+	if newest {
+		logic = math.MaxInt64
+	}
+	item, ok := meta.FindLogicQueueMappingItem(c.items, logic, true)
 	if !ok {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("%s-%d has no item with a decided logic offset", c.detail.Topic, c.globalID))
 	}
 	var off int64
 	var resp *remoting.Command
-	if c.local(item) {
-		off, resp = localQueueOffset(ctx, conn, req, item.QueueID, next)
-	} else {
+	switch {
+	case !c.local(item):
+		// RocketMQ asks another group for the newest item's end with the
+		// leader's queue id; the item's is the one of that group.
 		off, resp = b.forwardOffset(ctx, req, c, item, nil)
+	case newest:
+		// As RocketMQ: the leader's queue, here where the newest decided
+		// item is.
+		leader, _ := c.leader()
+		off, resp = localQueueOffset(ctx, conn, req, leader.QueueID, next)
+	default:
+		off, resp = localQueueOffset(ctx, conn, req, item.QueueID, next)
 	}
 	if resp != nil {
 		return resp
+	}
+	if newest {
+		return offsetResponse(req, item.StaticOffsetStrictly(off))
 	}
 	return offsetResponse(req, item.StaticOffsetLoosely(off))
 }
