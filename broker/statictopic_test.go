@@ -316,3 +316,70 @@ func TestSlaveSyncCopiesStaticTopicMappings(t *testing.T) {
 		t.Fatalf("the slave kept the mapping of a deleted topic (%v)", err)
 	}
 }
+
+// A slave with slaveReadEnable serves a static topic's reads from the
+// mapping it copied and the messages it replicated: pulls name logic
+// queues and offsets (the move to the next item at an item's end
+// included), and GET_MAX_OFFSET, GET_MIN_OFFSET and QUERY_CONSUMER_OFFSET
+// answer logic offsets, the consumer offset the master stored physically
+// and the slave copied.
+func TestSlaveServesStaticTopicReads(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"brokerName": "broker-a"}))
+	mc := master.client(nil)
+	const topic = "slave-static"
+	d := meta.NewTopicQueueMappingDetail(topic, 1, "broker-a", 1000)
+	d.HostedQueues[0] = []meta.LogicQueueMappingItem{staticItem(0, 0, 0, 0, -1)}
+	if r := updateStatic(t, mc, 2, d); r.Code != remoting.Success {
+		t.Fatalf("create: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, mc, topic, 0, "old-0", "")
+	mustSend(t, mc, topic, 0, "old-1", "")
+	d.Epoch = 2000
+	d.HostedQueues[0] = []meta.LogicQueueMappingItem{staticItem(0, 0, 0, 0, 2), staticItem(1, 1, 10, 0, -1)}
+	if r := updateStatic(t, mc, 2, d); r.Code != remoting.Success {
+		t.Fatalf("move: %d %s", r.Code, r.Remark)
+	}
+	mustSend(t, mc, topic, 0, "new", "")
+	master.caughtUp()
+	ensureGroup(t, mc, "g")
+	commit(t, mc, "g", topic, 0, 11)
+
+	slave := startSlaveOf(t, master, map[string]string{"brokerName": "broker-a", "slaveReadEnable": "true"})
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	sc := slave.client(nil)
+
+	pull := func(offset int64) *remoting.Command {
+		t.Helper()
+		return call(t, sc, remoting.PullMessage, pullReq("g", topic, 0, offset, 0, 0, "*"), nil)
+	}
+	r := pull(0)
+	if r.Code != remoting.Success || len(decodeRecords(t, r.Body)) != 2 || header(t, r, "nextBeginOffset") != 2 {
+		t.Fatalf("slave pull from logic 0: %d %s %v", r.Code, r.Remark, r.ExtFields)
+	}
+	if r = pull(2); r.Code != remoting.PullRetryImmediately || header(t, r, "nextBeginOffset") != 10 {
+		t.Fatalf("slave pull at the old item's end: %d %s %v, want PULL_RETRY_IMMEDIATELY to 10", r.Code, r.Remark, r.ExtFields)
+	}
+	r = pull(10)
+	msgs := decodeRecords(t, r.Body)
+	if r.Code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "new" || msgs[0].QueueOffset+header(t, r, "offsetDelta") != 10 {
+		t.Fatalf("slave pull from logic 10: %d %s %d messages %v", r.Code, r.Remark, len(msgs), r.ExtFields)
+	}
+	for _, q := range []struct {
+		code int32
+		want int64
+	}{{remoting.GetMaxOffset, 11}, {remoting.GetMinOffset, 0}} {
+		r := call(t, sc, q.code, map[string]string{"topic": topic, "queueId": "0"}, nil)
+		if r.Code != remoting.Success || header(t, r, "offset") != q.want {
+			t.Fatalf("slave's request %d of logic 0: %d %s %v, want %d", q.code, r.Code, r.Remark, r.ExtFields, q.want)
+		}
+	}
+	if got := committedOffset(t, sc, "g", topic, 0); got != 11 {
+		t.Fatalf("the slave's logic offset of g: %d, want 11 (physical 1 of queue 1, copied from the master)", got)
+	}
+	// A queue the group does not lead is refused on the slave as on the
+	// master.
+	if r := call(t, sc, remoting.PullMessage, pullReq("g", topic, 1, 0, 0, 0, "*"), nil); r.Code != remoting.NotLeaderForQueue {
+		t.Fatalf("slave pull of an unmapped logic queue: %d %s, want NOT_LEADER_FOR_QUEUE", r.Code, r.Remark)
+	}
+}
