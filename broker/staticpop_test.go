@@ -18,8 +18,11 @@ import (
 // logic queues as not supported. A pop's queueId (lo=true or not) names a
 // physical queue, its messages carry physical queue ids and offsets (no
 // offsetDelta), acks name physical queues, and what a pop commits is the
-// physical offset a pull consumer's logic commit is stored as: both kinds
-// of consumer of one group go on from each other's progress.
+// physical offset a pull consumer's logic commit is stored as: a pull
+// consumer reads a pop's progress in logic offsets, and a group's first
+// pop of a queue starts from a pull consumer's logic commit.
+// QUERY_ASSIGNMENT, which hands POP consumers their queues, assigns the
+// physical queues as well.
 func TestStaticTopicPopServesPhysicalQueues(t *testing.T) {
 	tb := startTestBroker(t, map[string]string{"brokerName": "broker-a"})
 	c, rc := popClient(tb)
@@ -45,6 +48,13 @@ func TestStaticTopicPopServesPhysicalQueues(t *testing.T) {
 	}
 	mustSend(t, rc, topic, 1, "one", "")
 	tb.caughtUp()
+
+	// QUERY_ASSIGNMENT assigns the physical queues too (RocketMQ's
+	// broker drops the route's mapping for its subscribe info): three
+	// queues, not the two logic ones.
+	if a := queryAssignment(t, rc, topic, "g", "c1"); len(a) != 3 {
+		t.Fatalf("assignment of the static topic: %+v, want its 3 physical queues", a)
+	}
 
 	// A pop of every queue reads the physical ones.
 	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: topic, QueueID: -1, MaxMsgNums: 32, InvisibleTime: time.Minute})
