@@ -197,3 +197,42 @@ func TestMasterCacheLifetimeAndForget(t *testing.T) {
 		t.Fatalf("a failed fetch: %v", err)
 	}
 }
+
+// masterCache is safe for concurrent lookups, refreshes and failures (run
+// with -race); every lookup gets the one address the routes give.
+func TestMasterCacheConcurrentUse(t *testing.T) {
+	var c masterCache
+	var fetches atomic.Int32
+	fetch := func(context.Context, string) (namesrv.TopicRouteData, error) {
+		fetches.Add(1)
+		return namesrv.TopicRouteData{BrokerDatas: []namesrv.BrokerData{{BrokerName: "b", BrokerAddrs: map[int64]string{namesrv.MasterID: "10.0.0.9:10911"}}}}, nil
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			for i := range 200 {
+				addr, _, err := c.master(context.Background(), "T", "b", fetch)
+				if err == nil && addr != "10.0.0.9:10911" {
+					err = errors.New("wrong address " + addr)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if i%50 == 0 {
+					c.forget("b", addr)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each failure (and the start) makes at most one miss per goroutine.
+	if n := fetches.Load(); n < 1 || n > 8*(8*4+1) {
+		t.Fatalf("%d route fetches for 1600 lookups with 32 failures", n)
+	}
+}
