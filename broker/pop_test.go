@@ -1409,3 +1409,37 @@ func TestOrderlyBatchAckAndChangeOfAnOffsetOutsideTheBatch(t *testing.T) {
 			nh.InvisibleTime, deadline, d.Milliseconds(), before+d.Milliseconds(), after+d.Milliseconds())
 	}
 }
+
+// A committed offset ahead of a group's pops (a pull consumer of the
+// group, or UPDATE_CONSUMER_OFFSET) moves them on, as RocketMQ's
+// getPopOffset takes the larger of its pop offset and the committed one:
+// the pops used to go on from their own position.
+func TestPopStartsAtACommittedOffsetAheadOfIt(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	sendBodies(t, rc, "PA", 10)
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PA", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute})
+	if got := bodies(res.Messages); len(got) != 2 || got[0] != "m0" {
+		t.Fatalf("first pop %v", got)
+	}
+	r := call(t, rc, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "g", "topic": "PA", "queueId": "0", "commitOffset": "7"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("update consumer offset: %d %s", r.Code, r.Remark)
+	}
+	res = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PA", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if got := bodies(res.Messages); len(got) != 3 || got[0] != "m7" {
+		t.Fatalf("pop after a commit at 7: %v, want m7..m9", got)
+	}
+	// A commit behind the pops does not take them back.
+	r = call(t, rc, remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "g", "topic": "PA", "queueId": "0", "commitOffset": "1"}, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("update consumer offset: %d %s", r.Code, r.Remark)
+	}
+	sendBodies(t, rc, "PA", 1)
+	b.caughtUp()
+	res = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PA", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
+	if got := bodies(res.Messages); len(got) != 1 || got[0] != "m0" {
+		t.Fatalf("pop after a commit behind the pops: %v, want the one new message", got)
+	}
+}

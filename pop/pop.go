@@ -232,18 +232,32 @@ func (s *Service) popSources(req PopRequest) ([]source, error) {
 // default). RocketMQ bounds only each queue's read.
 const maxPopBody = 8 << 20
 
-// startOffset returns where a group's pop of a queue starts: its pop
-// position, else its committed offset, else the queue's minimum (InitMin
-// and pop-retry topics) or last message (InitMax; 0 while the queue's
-// first message is in memory, see Config.InMemory).
+// startOffset returns where a group's pop of a queue starts: the later
+// of its pop position and its committed offset (RocketMQ's getPopOffset
+// takes the larger of its buffered pop offset and the committed one, so
+// a commit ahead of the pops, by a pull consumer of the group or by
+// UPDATE_CONSUMER_OFFSET, moves them on), else the queue's minimum
+// (InitMin and pop-retry topics) or last message (InitMax; 0 while the
+// queue's first message is in memory, see Config.InMemory).
 func (s *Service) startOffset(group, topic string, queueID int32, initMode int32, usePosition bool) (int64, bool, error) {
+	committed, known, err := s.cfg.Offsets.Get(group, topic, queueID)
+	if err != nil {
+		return 0, false, err
+	}
 	if usePosition {
-		if pos, ok, err := s.store.Position(group, topic, queueID); err != nil || ok {
-			return pos, true, err
+		pos, ok, err := s.store.Position(group, topic, queueID)
+		if err != nil {
+			return 0, false, err
+		}
+		if ok {
+			if known {
+				return max(pos, committed), true, nil
+			}
+			return pos, true, nil
 		}
 	}
-	if off, ok, err := s.cfg.Offsets.Get(group, topic, queueID); err != nil || ok {
-		return off, true, err
+	if known {
+		return committed, true, nil
 	}
 	off, err := s.initOffset(topic, queueID, initMode)
 	return off, false, err
