@@ -497,6 +497,11 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			if b.fastServer != nil && b.shared == nil {
 				_ = b.fastServer.Shutdown(context.Background())
 			}
+			if b.served != nil {
+				// Shared servers stop handing requests to a Broker
+				// whose start failed.
+				_ = b.shared.gate.detach(context.Background(), b.served)
+			}
 			_ = b.stopReplication()
 			_ = b.stopMetrics(context.Background())
 			b.register.halt(context.Background())
