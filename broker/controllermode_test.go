@@ -906,7 +906,7 @@ func TestControllerModeSlaveAsksMasterHAAgain(t *testing.T) {
 // A broker that finds no controller at its start keeps trying, as
 // RocketMQ's ReplicasManager retries its start every 5 s, and starts once
 // a controller answers (it used to give up after five tries and bin/broker
-// exited). Meanwhile its port answers SYSTEM_BUSY.
+// exited). Meanwhile its port answers SERVICE_NOT_AVAILABLE.
 func TestControllerModeStartWaitsForTheController(t *testing.T) {
 	port := testutil.FreePortPair(t)
 	a := newCtlBroker(t, fmt.Sprintf("127.0.0.1:%d", port), "")
@@ -924,8 +924,8 @@ func TestControllerModeStartWaitsForTheController(t *testing.T) {
 	}
 	// It listens meanwhile, as RocketMQ's broker does before its role
 	// is known, and asks its clients to come back.
-	if r := call(t, dialCtl(t, a.addr()), remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.SystemBusy || r.Remark != switchingRemark {
-		t.Fatalf("a request before the broker has a role: code %d %q, want SYSTEM_BUSY %q", r.Code, r.Remark, switchingRemark)
+	if r := call(t, dialCtl(t, a.addr()), remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable || r.Remark != switchingRemark {
+		t.Fatalf("a request before the broker has a role: code %d %q, want SERVICE_NOT_AVAILABLE %q", r.Code, r.Remark, switchingRemark)
 	}
 	startTestControllersOn(t, []int{port}, false, true)
 	select {

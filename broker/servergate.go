@@ -27,8 +27,11 @@ import (
 // of the last: Broker.inheritClients).
 //
 // Between two Brokers (and before the first, while the controller has
-// not given the broker a role) requests are answered SYSTEM_BUSY, which
-// RocketMQ's clients retry, and oneway requests are dropped.
+// not given the broker a role) requests are answered
+// SERVICE_NOT_AVAILABLE, RocketMQ's answer of a store that takes no
+// messages (a slave's, one shutting down), which both RocketMQ's Java
+// and Go producers retry at another queue (SYSTEM_BUSY would be retried
+// by the Java client only), and oneway requests are dropped.
 type processServers struct {
 	main *remoting.Server
 	fast *remoting.Server // nil when fastListenPort is -1
@@ -96,8 +99,8 @@ func (p *processServers) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// switchingRemark is the remark of the SYSTEM_BUSY answer given while no
-// Broker serves the process's ports.
+// switchingRemark is the remark of the SERVICE_NOT_AVAILABLE answer
+// given while no Broker serves the process's ports.
 const switchingRemark = "[SWITCHING] the broker is taking the role the controller gave it; try again"
 
 // handlerGate is the Handler of shared servers: it serves each request
@@ -135,8 +138,8 @@ func (g *handlerGate) ServeCommand(ctx context.Context, conn *remoting.Conn, req
 	if req.IsOneway() {
 		return
 	}
-	g.log.Debug().Stringer("conn", conn).Int32("code", req.Code).Msg("no broker serves yet: answered SYSTEM_BUSY")
-	_ = conn.Reply(req, remoting.NewResponse(req, remoting.SystemBusy, switchingRemark))
+	g.log.Debug().Stringer("conn", conn).Int32("code", req.Code).Msg("no broker serves yet: answered SERVICE_NOT_AVAILABLE")
+	_ = conn.Reply(req, remoting.NewResponse(req, remoting.ServiceNotAvailable, switchingRemark))
 }
 
 // enter counts a request in, unless the attachment was detached.
@@ -156,9 +159,9 @@ func (a *gatedHandler) leave() {
 	}
 }
 
-// detach takes a off g (requests from now on are answered SYSTEM_BUSY
-// until the next attach) and waits until every request a took has
-// returned, or ctx ends (its error).
+// detach takes a off g (requests from now on are answered
+// SERVICE_NOT_AVAILABLE until the next attach) and waits until every
+// request a took has returned, or ctx ends (its error).
 func (g *handlerGate) detach(ctx context.Context, a *gatedHandler) error {
 	a.closed.Store(true)
 	g.cur.CompareAndSwap(a, nil)

@@ -12,7 +12,7 @@ import (
 
 // The gate of a Supervisor's servers serves each request with the
 // handler attached last; detaching waits for the requests it took (the
-// stores of the Broker behind it close after), answers SYSTEM_BUSY in
+// stores of the Broker behind it close after), answers SERVICE_NOT_AVAILABLE in
 // between and drops oneway requests; the connection stays open and the
 // next handler attached serves it.
 func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
@@ -25,8 +25,8 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	c := dialCtl(t, srv.Addr().String())
 
-	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.SystemBusy || r.Remark != switchingRemark {
-		t.Fatalf("before any handler: code %d %q, want SYSTEM_BUSY %q", r.Code, r.Remark, switchingRemark)
+	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable || r.Remark != switchingRemark {
+		t.Fatalf("before any handler: code %d %q, want SERVICE_NOT_AVAILABLE %q", r.Code, r.Remark, switchingRemark)
 	}
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
@@ -53,8 +53,8 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	if err == nil {
 		t.Fatal("detach returned while a request of the handler was being served")
 	}
-	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.SystemBusy {
-		t.Fatalf("between two handlers: code %d %q, want SYSTEM_BUSY", r.Code, r.Remark)
+	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("between two handlers: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
 	}
 	oneway, cancelOneway := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelOneway()
