@@ -103,24 +103,23 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 	}
 	// RocketMQ's convertMessage sets WAIT=false once the properties
 	// string is written, for a delivery and a roll alike: a sync state set
-	// below minInSyncReplicas refuses neither. The flush (and the slaves)
-	// are still waited for before the timer records its progress past
-	// them.
-	res, err := s.b.putOwnRecords(ctx, msgs, true)
-	if err == nil {
-		// A delivery is a put of the topic, in the statistics, as
-		// RocketMQ's timer counts it.
-		s.b.stats.Put(msgs[0].Topic, len(msgs), res.WroteBytes)
+	// below minInSyncReplicas refuses neither, and the put waits for no
+	// slave. The flush is still waited for before the timer records its
+	// progress past them; a slave forgets the parked messages the master
+	// delivered only once it holds their copies (applyMasterTimerWatermark).
+	res, err := s.b.putOwnRecords(ctx, msgs, false)
+	if err != nil {
+		return err
 	}
-	if err == nil && res.Status == commitlog.FlushDiskTimeout {
-		// Also when the broker's stop cancelled ctx (the append's own
-		// wait ends then): the timer keeps the entries of messages it
-		// could not confirm, and would deliver them again at the next
-		// start.
-		wctx, release := flushAfterStop(ctx, s.b.cfg.SyncFlushTimeout)
-		err = s.b.clog.WaitDurable(wctx, res.PhyOffset+res.WroteBytes)
-		release()
-	}
+	// A delivery is a put of the topic, in the statistics, as RocketMQ's
+	// timer counts it.
+	s.b.stats.Put(msgs[0].Topic, len(msgs), res.WroteBytes)
+	// Also when the broker's stop cancelled ctx: the timer keeps the
+	// entries of messages it could not confirm, and would deliver them
+	// again at the next start.
+	wctx, release := flushAfterStop(ctx, s.b.cfg.SyncFlushTimeout)
+	err = s.b.clog.WaitDurable(wctx, res.PhyOffset+res.WroteBytes)
+	release()
 	return err
 }
 
