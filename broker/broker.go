@@ -205,9 +205,10 @@ type Broker struct {
 	timerCfg timer.Config
 	// delayLevels are the delays of RocketMQ's messageDelayLevel.
 	delayLevels []time.Duration
-	// schedPending are the delay levels whose last round waits for the
-	// slaves (owned by the schedule loop's goroutine).
-	schedPending map[int]scheduledRound
+	// delayMarks are the delay levels' recent progress with the CommitLog
+	// end of the deliveries each passed, for the slaves' copies
+	// (slaveDelayOffsets).
+	delayMarks delayMarks
 	// schedShare is how many messages a delay level delivers in a turn
 	// (defaultScheduleShare; tests lower it).
 	schedShare int
@@ -367,7 +368,6 @@ func newBroker(cfg configs.Broker, log zerolog.Logger) (*Broker, error) {
 		hostIP:           ip,
 		hostName:         hostName,
 		delayLevels:      levels,
-		schedPending:     map[int]scheduledRound{},
 		schedShare:       defaultScheduleShare,
 		timerCfg:         timerConfig(cfg),
 		statusAskTimeout: consumerStatusTimeout,
@@ -603,6 +603,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 
 	if !b.isSlave() {
 		if err := b.correctDelayProgress(); err != nil {
+			return err
+		}
+		if err := b.startDelayMarks(ctx); err != nil {
 			return err
 		}
 	}

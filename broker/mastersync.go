@@ -3,6 +3,10 @@ package broker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
@@ -53,10 +57,17 @@ func (b *Broker) rocketMQOffsets(ctx context.Context) ([]rmqconfig.Offset, error
 
 // processGetAllDelayOffset answers GET_ALL_DELAY_OFFSET with the text of
 // RocketMQ's delayOffset.json: {"offsetTable":{<level>:<offset>},"dataVersion":{...}},
-// the scheduler's next SCHEDULE_TOPIC_XXXX offset per delay level. A
-// RocketMQ slave writes it to its delayOffset.json as it comes.
-func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	levels, err := rmqconfig.StoreDelayOffsets(ctx, b.db)
+// the scheduler's next SCHEDULE_TOPIC_XXXX offset per delay level, as far
+// as the asking slave holds the deliveries it passed (slaveDelayOffsets).
+// A RocketMQ slave writes it to its delayOffset.json as it comes, and
+// keeps its own offset of a level the answer leaves out.
+func (b *Broker) processGetAllDelayOffset(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	held, err := b.askerHolds(req)
+	if err != nil {
+		b.log.Warn().Err(err).Stringer("caller", conn.RemoteAddr()).Msg("GET_ALL_DELAY_OFFSET refused")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	levels, err := b.slaveDelayOffsets(ctx, held)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
@@ -67,6 +78,69 @@ func (b *Broker) processGetAllDelayOffset(ctx context.Context, _ *remoting.Conn,
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = body
 	return resp
+}
+
+// syncFieldCommitLogEnd names, in a rocketkv slave's GET_ALL_DELAY_OFFSET,
+// the end of the CommitLog it holds (rocketkv's own field; RocketMQ's
+// request has none).
+const syncFieldCommitLogEnd = "rkvCommitLogEnd"
+
+// askerHolds returns how far the CommitLog of the slave that sent req
+// reaches: the end it names (syncFieldCommitLogEnd), or, from a slave
+// that names none (Apache RocketMQ's), the lowest end any slave connected
+// to the HA port acknowledged (-1 with none connected); with no HA port
+// at all no slave follows this broker, and everything counts as held.
+func (b *Broker) askerHolds(req *remoting.Command) (int64, error) {
+	if v, ok := req.ExtFields[syncFieldCommitLogEnd]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s %q: not a CommitLog offset", syncFieldCommitLogEnd, v)
+		}
+		return n, nil
+	}
+	var acks []int64
+	switch {
+	case b.repl.auto != nil:
+		for _, s := range b.repl.auto.Slaves() {
+			acks = append(acks, s.AckOffset)
+		}
+	case b.repl.server != nil:
+		for _, s := range b.repl.server.Slaves(b.clog.MaxOffset()) {
+			acks = append(acks, s.AckOffset)
+		}
+	default:
+		return math.MaxInt64, nil
+	}
+	if len(acks) == 0 {
+		return -1, nil
+	}
+	return slices.Min(acks), nil
+}
+
+// slaveDelayOffsets returns each delay level's progress as far as a slave
+// whose CommitLog reaches held may copy it: the stored progress when held
+// covers the whole CommitLog, else the latest progress the scheduler
+// recorded whose deliveries lie below held (delayMarks), no later than
+// the stored one. A level with none is left out, and the slave keeps its
+// own. Promoted, a slave would skip the messages below its copied
+// progress, so it must hold their deliveries.
+func (b *Broker) slaveDelayOffsets(ctx context.Context, held int64) (map[int]int64, error) {
+	levels, err := rmqconfig.StoreDelayOffsets(ctx, b.db)
+	if err != nil {
+		return nil, err
+	}
+	// After the progress: the deliveries it passed were stored before it.
+	if held >= b.clog.MaxOffset() {
+		return levels, nil
+	}
+	for level, off := range levels {
+		if m, ok := b.delayMarks.heldBy(level, held); ok {
+			levels[level] = min(off, m)
+		} else {
+			delete(levels, level)
+		}
+	}
+	return levels, nil
 }
 
 // processGetTimerCheckPoint answers GET_TIMER_CHECK_POINT (60), which a

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,7 +86,14 @@ func TestOffsetAnswersHaveRocketMQsShape(t *testing.T) {
 		t.Errorf("answer %s lacks a dataVersion", got)
 	}
 
-	r = call(t, c, remoting.GetAllDelayOffset, nil, nil)
+	// Asked by a slave that holds the whole CommitLog (a slave naming
+	// none is answered as far as the slaves on the HA port hold, and
+	// none is connected here: nothing).
+	if r := call(t, c, remoting.GetAllDelayOffset, nil, nil); r.Code != remoting.Success ||
+		!strings.HasPrefix(squeeze(string(r.Body)), `{"offsetTable":{},"dataVersion":{`) {
+		t.Errorf("delay offsets for a slave naming no CommitLog end, none connected: %d %s", r.Code, r.Body)
+	}
+	r = call(t, c, remoting.GetAllDelayOffset, map[string]string{syncFieldCommitLogEnd: strconv.FormatInt(master.clog.MaxOffset(), 10)}, nil)
 	if r.Code != remoting.Success {
 		t.Fatalf("GET_ALL_DELAY_OFFSET: %d %s", r.Code, r.Remark)
 	}

@@ -295,40 +295,6 @@ func TestSyncMasterSendBackWaitsForItsSlave(t *testing.T) {
 	}
 }
 
-// A SYNC_MASTER's delay-level progress does not pass a delivered copy its
-// slave lacks: the slave copies that progress (GET_ALL_DELAY_OFFSET), so
-// a slave promoted after losing the HA link still delivers the message.
-func TestSyncMasterDelayProgressWaitsForSlaves(t *testing.T) {
-	master := startTestBroker(t, withHA(map[string]string{"brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "300"}))
-	slave := startSlaveOf(t, master, nil)
-	mc := master.client(nil)
-	waitReplicated(t, master, slave)
-	if r := sendV2(t, mc, "Dly", 0, "in one second", "DELAY\x011\x02"); r.Code != remoting.Success {
-		t.Fatalf("send: %d %s", r.Code, r.Remark)
-	}
-	waitReplicated(t, master, slave) // the parked copy is on the slave: SEND_OK was right
-	// The HA link goes; the master delivers the message meanwhile.
-	if err := master.repl.server.Close(); err != nil {
-		t.Fatal(err)
-	}
-	waitDelivered(t, master, mc, "Dly", 0, 1)
-	time.Sleep(500 * time.Millisecond) // a few more scheduler rounds
-	if off, ok, err := master.offsets.Get(scheduleOffsetGroup, "SCHEDULE_TOPIC_XXXX", 0); err != nil || (ok && off > 0) {
-		t.Fatalf("the master's level-1 progress moved to %d (%v, %v) past a copy no slave holds", off, ok, err)
-	}
-	if err := slave.syncFromMaster(t.Context(), master.Addr()); err != nil {
-		t.Fatal(err)
-	}
-	master.stop()
-	slave.stop()
-	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
-	pc := promoted.client(nil)
-	createTopic(t, pc, "Dly", 8, 8)
-	if got := waitDelivered(t, promoted, pc, "Dly", 0, 1); len(got) != 1 || string(got[0].Body) != "in one second" {
-		t.Fatalf("the promoted slave's Dly/0 holds %d messages; the master acknowledged one", len(got))
-	}
-}
-
 // A timer message the master delivered is forgotten by its slave's timer
 // index with the metadata sync, so the slave, promoted, does not deliver
 // it again; one not yet due stays and is delivered by the promoted slave.

@@ -40,11 +40,6 @@ func (b *Broker) toSchedule(m *commitlog.Message, level int) {
 	m.QueueID = int32(level - 1)
 }
 
-// scheduledRound is a delay level's round delivered but not yet held by
-// enough slaves: the level's progress moves to off once the slaves hold
-// the CommitLog up to stored.
-type scheduledRound struct{ off, stored int64 }
-
 // scheduleLoop delivers due delay-level messages to their real topic: for
 // each level it reads SCHEDULE_TOPIC_XXXX from the level's offset and
 // re-puts every message whose delivery time (the entry's tag code) has
@@ -148,15 +143,6 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) (bool, error) {
 	if b.delayTurn != nil {
 		b.delayTurn(level)
 	}
-	if p, ok := b.schedPending[level]; ok {
-		// Delivered before, not yet on enough slaves: no new delivery
-		// (and no second copy) until they hold it.
-		if !b.replicated(ctx, p.stored) {
-			return false, nil
-		}
-		delete(b.schedPending, level)
-		return false, b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, p.off)
-	}
 	off, ok, err := b.offsets.Get(scheduleOffsetGroup, meta.ScheduleTopic, qid)
 	if err != nil {
 		return false, err
@@ -187,21 +173,16 @@ func (b *Broker) deliverLevel(ctx context.Context, level int) (bool, error) {
 		if err != nil {
 			return false, errors.Join(deliverErr, fmt.Errorf("delay level %d: progress stays at %d: %w", level, start, err))
 		}
-		// A SYNC_MASTER's slaves copy the progress (GET_ALL_DELAY_OFFSET):
-		// it must not pass copies they lack, or a failover loses them. A
-		// stop begun meanwhile still waits for them, as for the flush
-		// (replication ends after this round returns).
-		rctx, release := flushAfterStop(ctx, b.current().SlaveTimeout)
-		ok := b.replicated(rctx, stored)
-		release()
-		if !ok {
-			b.schedPending[level] = scheduledRound{off: off, stored: stored}
-			return false, deliverErr
-		}
 	}
+	// No wait for the slaves, as RocketMQ's schedule service delivers
+	// with WAIT=false and records its progress once the put is done:
+	// they copy the progress (GET_ALL_DELAY_OFFSET) only as far as its
+	// deliveries reached them (slaveDelayOffsets), so a failover loses
+	// none.
 	if err := b.offsets.Set(scheduleOffsetGroup, meta.ScheduleTopic, qid, off); err != nil {
 		return false, errors.Join(deliverErr, err)
 	}
+	b.delayMarks.add(level, off, stored)
 	return left, deliverErr
 }
 
@@ -277,7 +258,8 @@ func (b *Broker) deliverScheduled(ctx context.Context, phy int64) (int64, error)
 	// RocketMQ's messageTimeUp sets WAIT=false once the properties string
 	// is written: its put neither refuses the delivery for a sync state
 	// set below minInSyncReplicas nor waits for its flush or slaves (the
-	// level's progress waits for them here, deliverLevel).
+	// level's progress waits for the flush here, deliverLevel, and is
+	// copied by slaves only as far as they hold the deliveries).
 	res, err := b.putOwnRecords(ctx, []*commitlog.Message{out}, false)
 	if commitlog.Unstorable(err) {
 		b.log.Error().Err(err).Int64("phy", phy).Str("topic", topic).Msg("delayed message can never be stored in its topic; dropped")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,7 +30,10 @@ import (
 //	                     offsets replace ours; pairs the master does not
 //	                     have are kept
 //	delay offsets (45)   every time: per delay level the master's offset
-//	                     replaces ours; levels it does not have are kept
+//	                     replaces ours; levels it does not have are kept.
+//	                     The request names our CommitLog's end, and a
+//	                     rocketkv master answers a level only as far as
+//	                     we hold its deliveries (slaveDelayOffsets)
 //	groups (201)         as topics
 //	request modes (402)  every time: replaced wholesale
 //	timer deliveries     every time, and every 3 s under timerWheelEnable
@@ -106,7 +110,7 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
 		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)},
 		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false, nil},
-		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false, nil},
+		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false, b.askDelayOffsets},
 		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false, askIfChanged(remoting.GetAllSubscriptionGroupConfig, b.groups.Version)},
 		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false, nil},
 		// After the consumer offsets (see above).
@@ -670,6 +674,17 @@ func (b *Broker) applyMasterOffsets(body []byte) error {
 		})
 	}
 	return nil
+}
+
+// askDelayOffsets asks the master for its delay-level progress, naming
+// the end of this slave's CommitLog (syncFieldCommitLogEnd): a rocketkv
+// master answers each level only as far as this slave holds the
+// deliveries it passed, so a promotion skips none this slave lacks.
+func (b *Broker) askDelayOffsets(ctx context.Context, c masterClient) ([]byte, error) {
+	return askMasterWith(ctx, c, remoting.GetAllDelayOffset, map[string]string{
+		syncFieldAccept:       syncEncodingZstd,
+		syncFieldCommitLogEnd: strconv.FormatInt(b.clog.MaxOffset(), 10),
+	})
 }
 
 // applyMasterDelayOffsets takes over the master's delay-level progress

@@ -78,10 +78,10 @@ func TestACleanStopDoesNotDeliverATimerMessageTwice(t *testing.T) {
 	}
 }
 
-// The same on a SYNC_MASTER whose delay progress also waits for its
-// slaves: the stop lets the round's wait for them finish before it ends
-// replication, so the progress passes the delivered copy and the next
-// start does not deliver it again.
+// The same on a SYNC_MASTER with a slave: the progress passes the
+// delivered copy once it is flushed (it does not wait for the slave, which
+// copies it only as far as it holds the deliveries), and the next start
+// does not deliver it again.
 func TestACleanStopOfASyncMasterDoesNotDeliverADelayedMessageTwice(t *testing.T) {
 	store := t.TempDir()
 	o := withHA(map[string]string{"flushDiskType": "SYNC_FLUSH", "brokerRole": "SYNC_MASTER", "inSyncReplicas": "2", "slaveTimeout": "3000"})
