@@ -1,8 +1,10 @@
 package broker
 
 import (
+	"encoding/binary"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
@@ -178,5 +180,47 @@ func TestDelayMarks(t *testing.T) {
 	}
 	if off, _ := d.heldBy(3, 2000); off != 1000 {
 		t.Fatalf("the latest progress is lost: %d", off)
+	}
+}
+
+// checkpointReadMs asks c's broker for GET_TIMER_CHECK_POINT with ext and
+// returns its lastReadTimeMs.
+func checkpointReadMs(t *testing.T, c *remoting.Client, ext map[string]string) int64 {
+	t.Helper()
+	r := call(t, c, remoting.GetTimerCheckPoint, ext, nil)
+	if r.Code != remoting.Success || len(r.Body) < 8 {
+		t.Fatalf("GET_TIMER_CHECK_POINT: %d %s", r.Code, r.Remark)
+	}
+	return int64(binary.BigEndian.Uint64(r.Body))
+}
+
+// The timer checkpoint's read time, from which a promoted RocketMQ slave
+// resumes its timer, does not pass a timer message whose delivery the
+// asking slave lacks: one naming its CommitLog's end from before the
+// delivery, or one naming none with no slave connected to the HA port.
+// A slave holding the whole log gets the read time past the delivery.
+func TestTimerReadTimeWaitsForTheSlavesLog(t *testing.T) {
+	master := startTestBroker(t, withHA(map[string]string{"timerPrecisionMs": "100"}))
+	slave := startSlaveOf(t, master, map[string]string{"timerPrecisionMs": "100"})
+	mc := master.client(nil)
+	waitReplicated(t, master, slave)
+	if err := master.repl.server.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := master.clog.MaxOffset()
+	due := time.Now().Add(300 * time.Millisecond).UnixMilli()
+	mustSend(t, mc, "TmHeld", 0, "soon", "TIMER_DELIVER_MS\x01"+strconv.FormatInt(due, 10)+"\x02")
+	waitDelivered(t, master, mc, "TmHeld", 0, 1)
+	whole := func() map[string]string {
+		return map[string]string{syncFieldCommitLogEnd: strconv.FormatInt(master.clog.MaxOffset(), 10)}
+	}
+	waitFor(t, "the read time past the delivery, for a slave holding it", func() bool {
+		return checkpointReadMs(t, mc, whole()) > due
+	})
+	if ms := checkpointReadMs(t, mc, map[string]string{syncFieldCommitLogEnd: strconv.FormatInt(before, 10)}); ms > due {
+		t.Fatalf("a slave whose log ends before the delivery is answered read time %d, past the message due at %d", ms, due)
+	}
+	if ms := checkpointReadMs(t, mc, nil); ms > due {
+		t.Fatalf("a slave naming no log end, none connected, is answered read time %d, past the message due at %d", ms, due)
 	}
 }

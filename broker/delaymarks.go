@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 )
@@ -85,6 +86,17 @@ func thinMarks(marks []delayMark) []delayMark {
 	return out
 }
 
+// oldest returns a level's earliest recorded progress; ok is false when
+// it has none.
+func (d *delayMarks) oldest(level int) (off int64, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if marks := d.levels[level]; len(marks) > 0 {
+		return marks[0].off, true
+	}
+	return 0, false
+}
+
 // heldBy returns a level's latest recorded progress whose deliveries lie
 // below held; ok is false when none does.
 func (d *delayMarks) heldBy(level int, held int64) (off int64, ok bool) {
@@ -99,8 +111,14 @@ func (d *delayMarks) heldBy(level int, held int64) (off int64, ok bool) {
 	return 0, false
 }
 
+// timerMarkLevel holds, among the delay marks, the timer's read time
+// (the lastReadTimeMs of GET_TIMER_CHECK_POINT) with the CommitLog end
+// below which its deliveries lie (delay levels start at 1).
+const timerMarkLevel = 0
+
 // startDelayMarks starts a master's delay marks at its start: each
-// level's stored progress with the CommitLog's end then.
+// level's stored progress, and under timerWheelEnable the timer's read
+// time, with the CommitLog's end then.
 func (b *Broker) startDelayMarks(ctx context.Context) error {
 	end := b.clog.MaxOffset()
 	levels, err := rmqconfig.StoreDelayOffsets(ctx, b.db)
@@ -108,5 +126,34 @@ func (b *Broker) startDelayMarks(ctx context.Context) error {
 		return fmt.Errorf("read the delay levels' progress: %w", err)
 	}
 	b.delayMarks.reset(end, levels)
+	if b.cfg.TimerWheelEnable {
+		ms, err := b.timers.DeliveredBefore(time.Now())
+		if err != nil {
+			return fmt.Errorf("read the timer's read time: %w", err)
+		}
+		b.delayMarks.add(timerMarkLevel, ms, end)
+	}
 	return nil
+}
+
+// slaveTimerReadTime bounds readMs, the time before which this master
+// delivered its timer messages, for a slave whose CommitLog reaches held
+// (askerHolds): a RocketMQ slave, promoted, resumes its timer at the read
+// time it copied (GET_TIMER_CHECK_POINT), so it must hold what was
+// delivered before it. Each answer is noted as a mark; the latest mark
+// the slave holds is answered, or the earliest one kept when it holds
+// none (a slave behind even that is not bounded further).
+func (b *Broker) slaveTimerReadTime(readMs, held int64) int64 {
+	end := b.clog.MaxOffset() // after readMs: what was delivered before it lies below
+	b.delayMarks.add(timerMarkLevel, readMs, end)
+	if held >= end {
+		return readMs
+	}
+	if ms, ok := b.delayMarks.heldBy(timerMarkLevel, held); ok {
+		return min(ms, readMs)
+	}
+	if ms, ok := b.delayMarks.oldest(timerMarkLevel); ok {
+		return min(ms, readMs)
+	}
+	return readMs
 }

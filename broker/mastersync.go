@@ -147,7 +147,9 @@ func (b *Broker) slaveDelayOffsets(ctx context.Context, held int64) (map[int]int
 // RocketMQ 5 slave with timerWheelEnable asks every 3 s: RocketMQ's
 // TimerCheckpoint, with the time before which this broker delivered its
 // timer messages as lastReadTimeMs (the slave's timer resumes there when
-// it is promoted) and the timer topic's end as the queue offsets (the
+// it is promoted; no later than the asking slave holds the deliveries
+// before it, slaveTimerReadTime) and the timer topic's end as the queue
+// offsets (the
 // slave takes every parked message in), or, under timerStopEnqueue, the
 // queue offset of the first message held back (RocketMQ's timer had
 // taken in those before it alone). A slave that copied its master's
@@ -181,10 +183,16 @@ func (b *Broker) processGetTimerCheckPoint(_ context.Context, conn *remoting.Con
 		resp.Body = ck.Encode()
 		return resp
 	}
+	held, err := b.askerHolds(req)
+	if err != nil {
+		b.log.Warn().Err(err).Stringer("caller", conn.RemoteAddr()).Msg("GET_TIMER_CHECK_POINT refused")
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
 	readMs, err := b.timers.DeliveredBefore(time.Now())
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
+	readMs = b.slaveTimerReadTime(readMs, held)
 	resp := remoting.NewResponse(req, remoting.Success, "")
 	resp.Body = rmqconfig.EncodeTimerCheckpoint(readMs, end, answerVersion())
 	return resp

@@ -314,7 +314,9 @@ func (b *Broker) syncTimerFromMaster(ctx context.Context, masterAddr string, wat
 		return false, err
 	}
 	var errs []error
-	resp, err := invokeMaster(ctx, c, remoting.GetTimerCheckPoint, nil)
+	// Naming our CommitLog's end: a rocketkv master answers a read time
+	// whose deliveries we hold (slaveTimerReadTime).
+	resp, err := invokeMaster(ctx, c, remoting.GetTimerCheckPoint, map[string]string{syncFieldCommitLogEnd: strconv.FormatInt(b.clog.MaxOffset(), 10)})
 	if err == nil {
 		err = b.applyMasterTimerCheckpoint(resp.Body)
 	}
