@@ -114,6 +114,9 @@ func (s recordStore) PutBatch(ctx context.Context, msgs []*commitlog.Message) er
 	// A delivery is a put of the topic, in the statistics, as RocketMQ's
 	// timer counts it.
 	s.b.stats.Put(msgs[0].Topic, len(msgs), res.WroteBytes)
+	if s.b.cfg.FlushDiskType != configs.SyncFlush {
+		return nil
+	}
 	// Also when the broker's stop cancelled ctx: the timer keeps the
 	// entries of messages it could not confirm, and would deliver them
 	// again at the next start.
