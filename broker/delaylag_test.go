@@ -224,3 +224,35 @@ func TestTimerReadTimeWaitsForTheSlavesLog(t *testing.T) {
 		t.Fatalf("a slave naming no log end, none connected, is answered read time %d, past the message due at %d", ms, due)
 	}
 }
+
+// The same in controller mode without allAckInSyncStateSet: a master
+// with inSyncReplicas=2 whose sync state set shrank to itself (its slave
+// stopped) keeps delivering delayed and timer messages, one after the
+// other, without waiting for a slave.
+func TestControllerModeDeliversDelayedAndTimerMessagesWithoutItsSlave(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	a.settings["inSyncReplicas"] = "2"
+	a.settings["slaveTimeout"] = "600000"
+	a.settings["timerPrecisionMs"] = "100"
+	a.start()
+	b := newCtlBroker(t, ctlAddr, "")
+	b.start()
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool { return len(a.sup.role().syncSet) == 2 })
+	b.stop()
+	waitUntil(t, 20*time.Second, "the sync state set to shrink", func() bool { return len(a.sup.role().syncSet) == 1 })
+	if n := a.sup.Broker().slaveAcks(); n != 1 {
+		t.Fatalf("a send waits for %d slaves, want inSyncReplicas-1", n)
+	}
+	ca := dialCtl(t, a.addr())
+	for i, body := range []string{"first", "second"} {
+		mustSend(t, ca, "DlyCtl", 0, body, "WAIT\x01false\x02DELAY\x011\x02")
+		mustSend(t, ca, "TmCtl", 0, body, "WAIT\x01false\x02TIMER_DELAY_MS\x01200\x02")
+		for _, topic := range []string{"DlyCtl", "TmCtl"} {
+			waitUntil(t, 20*time.Second, body+" delivered to "+topic, func() bool {
+				r := call(t, ca, remoting.GetMaxOffset, map[string]string{"topic": topic, "queueId": "0"}, nil)
+				return r.Code == remoting.Success && header(t, r, "offset") == int64(i+1)
+			})
+		}
+	}
+}
