@@ -27,6 +27,7 @@ func mqadminLongNames() map[string]map[string]string {
 	m := map[string]map[string]string{
 		"checkRocksdbCqWriteProgress": {"nameserverAddr": "namesrv", "checkFrom": "cf"},
 		"updateStaticTopic":           {"totalQueueNum": "qn", "mapFile": "mf", "forceReplace": "fr"},
+		"remappingStaticTopic":        {"mapFile": "mf", "forceReplace": "fr"},
 		"consumeMessage":              {"brokerName": "broker-name", "MessageNumber": "messageCount"},
 		"consumerConnection":          {"brokerAddr": "broker", "consumerGroup": "group"},
 		"consumerProgress":            {"groupName": "group", "topicName": "topic"},
@@ -87,7 +88,7 @@ func acceptMQAdminLongNames(root *cobra.Command) error {
 // (commons-cli takes "-cf 0"; pflag would read it as -c f).
 func mqadminMultiLetterShorts() map[string][]string {
 	return map[string][]string{"checkRocksdbCqWriteProgress": {"cf"}, "electMaster": {"bn"}, "cleanBrokerMetadata": {"bn"},
-		"updateStaticTopic": {"qn", "mf", "fr"}}
+		"updateStaticTopic": {"qn", "mf", "fr"}, "remappingStaticTopic": {"mf", "fr"}}
 }
 
 // mqadminArgs rewrites a command line so that mqadmin's two-letter short

@@ -192,7 +192,7 @@ func newRoot(out io.Writer) *cobra.Command {
 		"with --tls: a properties file (tls.config.file) whose tls.client.* keys give the certificate to present and tls.client.authServer; skipped when absent")
 	pf.StringVar(&g.accessKey, "access-key", "", "ACL account to sign requests as (default $ROCKETKV_ACCESS_KEY)")
 	pf.StringVar(&g.secretKey, "secret-key", "", "the account's secret key (default $ROCKETKV_SECRET_KEY, which keeps it off the command line)")
-	root.AddCommand(cloneGroupOffsetCmd(g), createTopicsCmd(g), updateTopicCmd(g), updateStaticTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
+	root.AddCommand(cloneGroupOffsetCmd(g), createTopicsCmd(g), updateTopicCmd(g), updateStaticTopicCmd(g), remappingStaticTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), setCommitLogReadAheadModeCmd(g), cleanUnusedTopicCmd(g), cleanExpiredCQCmd(g), exportPopRecordCmd(g), rocksDBConfigToJSONCmd(g), queryCQCmd(g),
 		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g), groupForbiddenCmd(g),

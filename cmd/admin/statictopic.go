@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -43,17 +44,20 @@ over every group of the clusters of -c, or raises the queue count of one,
 as mqadmin updateStaticTopic: the new logic queues go to the least loaded
 groups in turn, each on a new physical queue of its group, and every group
 of the clusters involved gets the mapping with the new epoch. A queue count
-below the topic's is refused. Remapping (moving queues between groups,
-mqadmin remappingStaticTopic) and -mf (a mapping file) are not supported.`,
+below the topic's is refused. With -mf it applies a mapping file (a
+TopicRemappingDetailWrapper, as remappingStaticTopic writes) to every group
+it names and the other groups of their clusters, after RocketMQ's checks;
+mqadmin 5.3.4 reads -mf under a name it never parses, so its own never does.
+Moving queues between groups is remappingStaticTopic.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if mapFile != "" {
-				return errors.New("updateStaticTopic -mf (a mapping file) is not supported by bin/admin")
+				return g.updateStaticFromFile(cmd, topic, mapFile)
 			}
 			if (brokers == "") == (clusters == "") {
 				return errors.New("give exactly one of -b (broker names) and -c (clusters)")
 			}
-			if total <= 0 {
+			if total <= 0 || !cmd.Flags().Changed("qn") {
 				return fmt.Errorf("-qn %d: the total queue number must be positive", total)
 			}
 			return g.updateStaticTopic(cmd, topic, brokers, clusters, int32(total), forceReplace)
@@ -64,11 +68,50 @@ mqadmin remappingStaticTopic) and -mf (a mapping file) are not supported.`,
 	f.StringVarP(&brokers, "brokers", "b", "", "broker names to place the topic's queues on, comma-separated")
 	f.StringVarP(&clusters, "clusters", "c", "", "clusters whose broker groups take the topic's queues, comma-separated")
 	f.IntVar(&total, "qn", 0, "total number of logic queues (mqadmin's -qn)")
-	f.StringVar(&mapFile, "mf", "", "a mapping file (not supported)")
+	f.StringVar(&mapFile, "mf", "", "a mapping file (TopicRemappingDetailWrapper) to apply")
 	f.Var(javaBool{&forceReplace}, "fr", "force replace the old mapping (true|false); mqadmin ignores it here too")
 	_ = cmd.MarkFlagRequired("topic")
-	_ = cmd.MarkFlagRequired("qn")
 	return cmd
+}
+
+// updateStaticFromFile applies a mapping file as mqadmin's
+// executeFromFile of updateStaticTopic would: the groups' mappings must
+// agree and check out, every other group of their clusters gets an empty
+// one, and every group is sent its config and mapping without force.
+func (g *globals) updateStaticFromFile(cmd *cobra.Command, topic, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("read the mapping file: %w", err)
+	}
+	plan, err := decodeRemapWrapper(data)
+	if err != nil {
+		return err
+	}
+	if len(plan.configs) == 0 {
+		return errors.New("the mapping file names no broker")
+	}
+	if _, err := checkStaticConsistence(topic, plan.configs); err != nil {
+		return err
+	}
+	if _, err := buildMappingItems(plan.configs); err != nil {
+		return err
+	}
+	info, err := g.clusterInfo(cmd.Context())
+	if err != nil {
+		return err
+	}
+	completeStaticBrokers(plan.configs, info, topic)
+	for _, name := range slices.Sorted(maps.Keys(plan.configs)) {
+		if masterAddr(info, name) == "" {
+			return fmt.Errorf("can't find addr for broker %s", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(plan.configs)) {
+		if err := g.createStaticTopic(cmd.Context(), cmd, masterAddr(info, name), name, topic, plan.configs[name], false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // updateStaticTopic runs updateStaticTopic: it reads the topic's config
@@ -117,28 +160,37 @@ func (g *globals) updateStaticTopic(cmd *cobra.Command, topic, brokers, clusters
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(plan)) {
-		addr := info.BrokerAddrTable[name].BrokerAddrs[0]
-		sc := plan[name]
-		h := remoting.Header{"topic": topic, "defaultTopic": "TBW102", "topicFilterType": sc.config.TopicFilterType}
-		if h["topicFilterType"] == "" {
-			h["topicFilterType"] = meta.SingleTag
-		}
-		h.SetInt32("readQueueNums", int32(sc.config.ReadQueueNums))
-		h.SetInt32("writeQueueNums", int32(sc.config.WriteQueueNums))
-		h.SetInt32("perm", int32(sc.config.Perm))
-		h.SetInt32("topicSysFlag", int32(sc.config.TopicSysFlag))
-		h.SetBool("order", sc.config.Order)
-		h.SetBool("force", false)
-		body, err := json.Marshal(sc.mapping)
-		if err != nil {
-			return fmt.Errorf("encode the mapping of %s: %w", name, err)
-		}
-		if _, err := g.invoke(ctx, addr, remoting.UpdateAndCreateStaticTopic, h, body); err != nil {
+		if err := g.createStaticTopic(ctx, cmd, info.BrokerAddrTable[name].BrokerAddrs[0], name, topic, plan[name], false); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "update static topic %s on broker %s (%s): %d queues, %d logic queues led, epoch %d\n",
-			topic, name, addr, sc.config.WriteQueueNums, len(sc.mapping.LeaderIDMap()), sc.mapping.Epoch)
 	}
+	return nil
+}
+
+// createStaticTopic sends one broker group's master the topic's config
+// and mapping (UPDATE_AND_CREATE_STATIC_TOPIC, as RocketMQ's
+// DefaultMQAdminExt.createStaticTopic with the create key TBW102) and
+// says so on cmd's output.
+func (g *globals) createStaticTopic(ctx context.Context, cmd *cobra.Command, addr, name, topic string, sc staticConfig, force bool) error {
+	h := remoting.Header{"topic": topic, "defaultTopic": "TBW102", "topicFilterType": sc.config.TopicFilterType}
+	if h["topicFilterType"] == "" {
+		h["topicFilterType"] = meta.SingleTag
+	}
+	h.SetInt32("readQueueNums", int32(sc.config.ReadQueueNums))
+	h.SetInt32("writeQueueNums", int32(sc.config.WriteQueueNums))
+	h.SetInt32("perm", int32(sc.config.Perm))
+	h.SetInt32("topicSysFlag", int32(sc.config.TopicSysFlag))
+	h.SetBool("order", sc.config.Order)
+	h.SetBool("force", force)
+	body, err := json.Marshal(sc.mapping)
+	if err != nil {
+		return fmt.Errorf("encode the mapping of %s: %w", name, err)
+	}
+	if _, err := g.invoke(ctx, addr, remoting.UpdateAndCreateStaticTopic, h, body); err != nil {
+		return fmt.Errorf("update static topic %s on broker %s (%s): %w", topic, name, addr, err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "update static topic %s on broker %s (%s): %d queues, %d logic queues led, epoch %d\n",
+		topic, name, addr, sc.config.WriteQueueNums, len(sc.mapping.LeaderIDMap()), sc.mapping.Epoch)
 	return nil
 }
 
