@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // remapItem is an item with RocketMQ's defaults.
@@ -223,5 +228,185 @@ func TestRemapWrapperRoundTrip(t *testing.T) {
 	}
 	if _, err := decodeRemapWrapper([]byte(`{"brokerConfigMap":`)); err == nil {
 		t.Fatal("a truncated file was read")
+	}
+}
+
+// remapPull pulls logic queue 0 of topic ST at addr from logic offset
+// from, as a Java consumer of a static topic does (lo unset), and returns
+// the answer's code, nextBeginOffset, offsetDelta and messages.
+func remapPull(t *testing.T, addr string, from int64) (int32, int64, int64, []commitlog.Message) {
+	t.Helper()
+	g := &globals{timeout: 10 * time.Second}
+	h := remoting.Header{"consumerGroup": "RG", "topic": "ST", "subscription": "*", "expressionType": "TAG",
+		"subVersion": "0", "commitOffset": "0", "suspendTimeoutMillis": "0", "queueId": "0", "maxMsgNums": "32", "sysFlag": "4"}
+	h.SetInt64("queueOffset", from)
+	resp, _ := g.invoke(context.Background(), addr, remoting.PullMessage, h, nil)
+	if resp == nil {
+		t.Fatalf("pull at %d from %s: no answer", from, addr)
+	}
+	rh := remoting.Header(resp.ExtFields)
+	next, _ := rh.Int64("nextBeginOffset")
+	delta, _ := rh.Int64("offsetDelta")
+	var msgs []commitlog.Message
+	if resp.Code == remoting.Success {
+		var err error
+		if msgs, err = commitlog.DecodeAll(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.Code, next, delta, msgs
+}
+
+// remappingStaticTopic over two broker groups moves logic queue 0 from
+// broker-a to broker-b as mqadmin's does: the .before and .after files
+// are written, broker-b leads the queue with a new item whose logic
+// offset is broker-a's max offset rounded up to a block (10000), the name
+// server routes the queue to broker-b, sends land on broker-b (broker-a
+// answers NOT_LEADER_FOR_QUEUE), and a consumer pulling the logic queue
+// through broker-b reads broker-a's messages (forwarded) and then, at
+// their end, broker-b's, their logic offsets going on through the
+// offsetDelta. A mapping file applied with -mf is sent as it is.
+func TestRemappingStaticTopicMovesAQueue(t *testing.T) {
+	ns, a, b := startTwoMasters(t)
+	out0(t, "updateStaticTopic", "-n", ns, "-t", "ST", "-b", "broker-a", "--qn", "1")
+	for _, addr := range []string{a, b} {
+		out0(t, "updateSubGroup", "-b", addr, "-g", "RG")
+	}
+	g := &globals{timeout: 10 * time.Second}
+	send := func(addr, body string) *remoting.Command {
+		t.Helper()
+		resp, _ := g.invoke(context.Background(), addr, remoting.SendMessage, remoting.Header{
+			"producerGroup": "pg", "topic": "ST", "defaultTopic": "TBW102", "defaultTopicQueueNums": "4",
+			"queueId": "0", "sysFlag": "0", "bornTimestamp": "1", "flag": "0"}, []byte(body))
+		if resp == nil {
+			t.Fatalf("send to %s: no answer", addr)
+		}
+		return resp
+	}
+	for _, body := range []string{"a0", "a1", "a2"} {
+		if r := send(a, body); r.Code != remoting.Success {
+			t.Fatalf("send to broker-a: %d %s", r.Code, r.Remark)
+		}
+	}
+	if r := send(b, "x"); r.Code != remoting.NotLeaderForQueue {
+		t.Fatalf("send to broker-b before the move: %d %s", r.Code, r.Remark)
+	}
+	mapping := func(addr string) meta.TopicQueueMappingDetail {
+		t.Helper()
+		resp, err := g.invoke(context.Background(), addr, remoting.GetTopicConfig, remoting.Header{"topic": "ST", "lo": "true"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := decodeStaticConfig(resp.Body)
+		if err != nil || sc.mapping == nil {
+			t.Fatalf("config of %s: %+v %v", addr, sc, err)
+		}
+		return *sc.mapping
+	}
+	before := mapping(a)
+
+	out := out0(t, "remappingStaticTopic", "-n", ns, "-t", "ST", "-b", "broker-b")
+	var files []string
+	for _, line := range strings.Split(out, "\n") {
+		if i := strings.Index(line, "written to file "); i >= 0 {
+			files = append(files, strings.TrimSpace(line[i+len("written to file "):]))
+		}
+	}
+	if len(files) != 2 || !strings.HasSuffix(files[0], ".before") || !strings.HasSuffix(files[1], ".after") {
+		t.Fatalf("mapping files %v in:\n%s", files, out)
+	}
+	for _, f := range files {
+		t.Cleanup(func() { os.Remove(f) })
+	}
+	old, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := decodeRemapWrapper(old); err != nil || p.kind != remapTypeCreateOrUpdate || p.epoch != before.Epoch ||
+		len(p.configs["broker-a"].mapping.HostedQueues[0]) != 1 {
+		t.Fatalf(".before file: %+v %v", p, err)
+	}
+
+	mb, ma := mapping(b), mapping(a)
+	items := mb.HostedQueues[0]
+	if len(items) != 2 || items[0].Bname != "broker-a" || items[1].Bname != "broker-b" || items[1].Gen != 1 || items[1].LogicOffset != 10000 {
+		t.Fatalf("broker-b's items of queue 0: %+v", items)
+	}
+	if mb.Epoch <= before.Epoch || ma.Epoch != mb.Epoch {
+		t.Fatalf("epochs: before %d, a %d, b %d", before.Epoch, ma.Epoch, mb.Epoch)
+	}
+	if got := ma.LeaderIDMap(); len(got) != 0 {
+		t.Fatalf("broker-a still leads %v", got)
+	}
+	route := out0(t, "topicRoute", "-n", ns, "-t", "ST")
+	if !strings.Contains(route, "topicQueueMappingByBroker") {
+		t.Fatalf("route without the mapping:\n%s", route)
+	}
+
+	if r := send(a, "x"); r.Code != remoting.NotLeaderForQueue {
+		t.Fatalf("send to broker-a after the move: %d %s", r.Code, r.Remark)
+	}
+	r := send(b, "b0")
+	if r.Code != remoting.Success || r.ExtFields["queueOffset"] != "10000" || r.ExtFields["queueId"] != "0" {
+		t.Fatalf("send to broker-b after the move: %d %s %v", r.Code, r.Remark, r.ExtFields)
+	}
+
+	code, next, delta, msgs := remapPull(t, b, 0)
+	if code != remoting.Success || len(msgs) != 3 || string(msgs[0].Body) != "a0" || string(msgs[2].Body) != "a2" || next != 3 || delta != 0 {
+		t.Fatalf("pull of the old item through broker-b: code %d next %d delta %d %d messages", code, next, delta, len(msgs))
+	}
+	code, next, _, _ = remapPull(t, b, next)
+	if code != remoting.PullRetryImmediately || next != 10000 {
+		t.Fatalf("pull at the old item's end: code %d next %d, want PULL_RETRY_IMMEDIATELY and 10000", code, next)
+	}
+	code, next, delta, msgs = remapPull(t, b, next)
+	if code != remoting.Success || len(msgs) != 1 || string(msgs[0].Body) != "b0" || msgs[0].QueueOffset+delta != 10000 || next != 10001 {
+		t.Fatalf("pull of the new item: code %d next %d delta %d %+v", code, next, delta, msgs)
+	}
+
+	// The .after file holds the new leader before its logic offset was
+	// decided: applied with -mf, broker-b refuses it (an item may not
+	// change a logic offset it has decided), and with -fr true it is
+	// forced in and the logic offset decided again, the same.
+	if _, err := run(t, "remappingStaticTopic", "-n", ns, "-t", "ST", "--mf", files[1]); err == nil {
+		t.Fatal("the .after file was applied over the decided logic offset without force")
+	}
+	out0(t, "remappingStaticTopic", "-n", ns, "-t", "ST", "--mf", files[1], "--fr", "true")
+	if got := mapping(b).HostedQueues[0]; len(got) != 2 || got[1].Bname != "broker-b" || got[1].LogicOffset != 10000 {
+		t.Fatalf("after -mf -fr true: %+v", got)
+	}
+	if code, _, _, msgs := remapPull(t, b, 10000); code != remoting.Success || len(msgs) != 1 {
+		t.Fatalf("pull after -mf: %d, %d messages", code, len(msgs))
+	}
+
+	// updateStaticTopic --mf applies a file's mappings to the groups it
+	// names and an empty one to the rest of their cluster.
+	d := meta.NewTopicQueueMappingDetail("SF", 1, "broker-a", 7000)
+	d.HostedQueues[0] = []meta.LogicQueueMappingItem{remapItem("broker-a", 0, 0, 0)}
+	data, err := remapPlan{topic: "SF", kind: remapTypeCreateOrUpdate, epoch: 7000,
+		configs: map[string]staticConfig{"broker-a": {config: meta.NewTopicConfig("SF", 1), mapping: &d}}}.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := t.TempDir() + "/SF.json"
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out0(t, "updateStaticTopic", "-n", ns, "-t", "SF", "--mf", file)
+	for _, c := range []struct {
+		addr  string
+		leads int
+	}{{a, 1}, {b, 0}} {
+		resp, err := g.invoke(context.Background(), c.addr, remoting.GetTopicConfig, remoting.Header{"topic": "SF", "lo": "true"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := decodeStaticConfig(resp.Body)
+		if err != nil || sc.mapping == nil || sc.mapping.Epoch != 7000 || len(sc.mapping.LeaderIDMap()) != c.leads {
+			t.Fatalf("SF on %s after --mf: %+v %v", c.addr, sc.mapping, err)
+		}
+	}
+	if _, err := run(t, "updateStaticTopic", "-n", ns, "-t", "OTHER", "--mf", file); err == nil {
+		t.Fatal("a mapping file of another topic was applied")
 	}
 }
