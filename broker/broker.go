@@ -663,6 +663,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		b.goBackground("timer", b.timers.Run)
 	}
 	b.goBackground("stats", b.stats.Run)
+	b.goBackground("static-topic-clean", b.staticCleanLoop)
 	b.goBackground("cold-read-accounting", b.coldReads.run)
 	b.goBackground("cold-pull-holds", b.coldHolds.run)
 	b.goBackground("cold-page-cache-scan", b.coldScan.run)
