@@ -62,47 +62,60 @@ func (b *Broker) forward(ctx context.Context, req *remoting.Command, topic strin
 		b.log.Warn().Err(err).Str("topic", topic).Str("broker", item.Bname).Int32("code", req.Code).Msg("static topic request not forwarded")
 		return nil, fmt.Errorf("%w %s: %w", errStaticForward, item.Bname, err)
 	}
-	fetch := func(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
-		if !b.register.hasNameServers() {
-			return namesrv.TopicRouteData{}, errors.New("no name server to find it")
-		}
-		return namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.PreferAvailable(), topic, routeTimeout)
-	}
-	addr, cached, err := b.staticRoutes.master(ctx, topic, item.Bname, fetch)
-	if err != nil {
-		return fail(err)
-	}
 	ext := maps.Clone(req.ExtFields)
 	if ext == nil {
 		ext = map[string]string{}
 	}
 	maps.Copy(ext, set)
 	ext["lo"], ext["bname"], ext["queueId"] = "false", item.Bname, strconv.Itoa(int(item.QueueID))
-	pool, err := b.staticLink.get(b.newEscapePool)
+	resp, err := b.sendToGroupMaster(ctx, topic, item.Bname, remoting.NewRequest(req.Code, ext, req.Body))
 	if err != nil {
 		return fail(err)
+	}
+	return resp, nil
+}
+
+// fetchRoute asks a name server for topic's route.
+func (b *Broker) fetchRoute(ctx context.Context, topic string) (namesrv.TopicRouteData, error) {
+	if !b.register.hasNameServers() {
+		return namesrv.TopicRouteData{}, errors.New("no name server to find it")
+	}
+	return namesrv.FetchRoute(ctx, b.register.pool, b.register.ns.PreferAvailable(), topic, routeTimeout)
+}
+
+// sendToGroupMaster sends req to the master of broker group bname, found
+// in topic's route as forward finds it (the cached address, asked again
+// after a failure there, followed once when the master moved).
+func (b *Broker) sendToGroupMaster(ctx context.Context, topic, bname string, req *remoting.Command) (*remoting.Command, error) {
+	addr, cached, err := b.staticRoutes.master(ctx, topic, bname, b.fetchRoute)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := b.staticLink.get(b.newEscapePool)
+	if err != nil {
+		return nil, err
 	}
 	send := func(addr string) (*remoting.Command, error) {
 		cctx, cancel := context.WithTimeout(ctx, staticForwardTimeout)
 		defer cancel()
-		resp, err := pool.Invoke(cctx, addr, remoting.NewRequest(req.Code, ext, req.Body))
+		resp, err := pool.Invoke(cctx, addr, req)
 		if err != nil {
 			pool.CloseAddr(addr)
-			b.staticRoutes.forget(item.Bname, addr)
+			b.staticRoutes.forget(bname, addr)
 		}
 		return resp, err
 	}
 	resp, err := send(addr)
 	if err != nil && cached && ctx.Err() == nil {
-		if moved, ferr := b.staticRoutes.refresh(ctx, topic, item.Bname, fetch); ferr == nil && moved != addr {
-			b.log.Info().Str("topic", topic).Str("broker", item.Bname).Str("from", addr).Str("to", moved).
+		if moved, ferr := b.staticRoutes.refresh(ctx, topic, bname, b.fetchRoute); ferr == nil && moved != addr {
+			b.log.Info().Str("topic", topic).Str("broker", bname).Str("from", addr).Str("to", moved).
 				Msg("static topic forwarding follows the group's master to its new address")
 			addr = moved
 			resp, err = send(addr)
 		}
 	}
 	if err != nil {
-		return fail(fmt.Errorf("%s: %w", addr, err))
+		return nil, fmt.Errorf("%s: %w", addr, err)
 	}
 	return resp, nil
 }
