@@ -1,13 +1,18 @@
 package broker
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/rocketkv/rocketkv/internal/adminbody"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -19,7 +24,9 @@ const staticCleanInterval = 5 * time.Minute
 // staticCleanLoop drops, every staticCleanInterval while the hour is one
 // of deleteWhen's (RocketMQ's UtilAll.isItTimeToDo), the oldest item of
 // the logic queues this group leads once that item's physical queue holds
-// nothing any more (cleanExpiredMappingItems). A slave skips it: its
+// nothing any more (cleanExpiredMappingItems), and the logic queues whose
+// leader moved on past the group this one thinks leads them
+// (cleanMovedLogicQueues). A slave skips it: its
 // mappings are its master's copies.
 func (b *Broker) staticCleanLoop(ctx context.Context) {
 	t := time.NewTicker(staticCleanInterval)
@@ -35,6 +42,9 @@ func (b *Broker) staticCleanLoop(ctx context.Context) {
 		}
 		if _, err := b.cleanExpiredMappingItems(ctx); err != nil {
 			b.log.Error().Err(err).Msg("static topic mapping clean failed")
+		}
+		if _, err := b.cleanMovedLogicQueues(ctx); err != nil {
+			b.log.Error().Err(err).Msg("static topic clean of moved logic queues failed")
 		}
 	}
 }
@@ -162,6 +172,179 @@ func (b *Broker) dropMappingItems(topic string, epoch int64, expired map[int32]m
 		return 0, fmt.Errorf("clean the static topic mapping of %s: %w", topic, err)
 	}
 	if err := b.mappings.Put(merged); err != nil {
+		return 0, fmt.Errorf("store the static topic mapping of %s: %w", topic, err)
+	}
+	if err := b.topics.table.Touch(); err != nil {
+		return n, fmt.Errorf("move the topics' data version on after cleaning %s: %w", topic, err)
+	}
+	return n, nil
+}
+
+// realLeaders returns, per logic queue id of route's static topic
+// mapping of scope, the broker group leading it: the one of the highest
+// epoch whose currIdMap holds it (as RocketMQ's clients read the route);
+// a queue two groups claim at that epoch is left out.
+func realLeaders(route namesrv.TopicRouteData, scope string) map[int32]string {
+	type claim struct {
+		bname     string
+		epoch     int64
+		ambiguous bool
+	}
+	claims := map[int32]claim{}
+	for _, bname := range slices.Sorted(maps.Keys(route.TopicQueueMappingByBroker)) {
+		info := route.TopicQueueMappingByBroker[bname]
+		if cmp.Or(info.Scope, meta.MetadataScopeGlobal) != scope {
+			continue
+		}
+		for id := range info.CurrIDMap {
+			c, ok := claims[id]
+			switch {
+			case !ok || info.Epoch > c.epoch:
+				claims[id] = claim{bname: bname, epoch: info.Epoch}
+			case info.Epoch == c.epoch && bname != c.bname:
+				c.ambiguous = true
+				claims[id] = c
+			}
+		}
+	}
+	out := map[int32]string{}
+	for id, c := range claims {
+		if !c.ambiguous {
+			out[id] = c.bname
+		}
+	}
+	return out
+}
+
+// cleanMovedLogicQueues is RocketMQ's cleanItemListMoreThanSecondGen: a
+// logic queue this group holds items of but does not lead, whose leader
+// in the topic's route is no longer the group its items end with (the
+// queue moved on again), is dropped from the group's mapping once the
+// real leader's own mapping (GET_TOPIC_CONFIG, lo=true) has the same
+// epoch and queue count and ends the queue's items with itself. It
+// returns how many logic queues were dropped.
+func (b *Broker) cleanMovedLogicQueues(ctx context.Context) (int, error) {
+	if b.mappings == nil {
+		return 0, nil
+	}
+	details, err := b.mappings.All(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list static topic mappings: %w", err)
+	}
+	dropped := 0
+	for _, d := range details {
+		if ctx.Err() != nil {
+			return dropped, ctx.Err()
+		}
+		if d.Bname != b.cfg.BrokerName {
+			continue
+		}
+		thought := map[int32]string{}
+		for id, items := range d.HostedQueues {
+			if len(items) > 0 && items[len(items)-1].Bname != d.Bname {
+				thought[id] = items[len(items)-1].Bname
+			}
+		}
+		if len(thought) == 0 {
+			continue
+		}
+		route, err := b.fetchRoute(ctx, d.Topic)
+		if err != nil {
+			b.log.Warn().Err(err).Str("topic", d.Topic).Msg("static topic clean: no route, moved logic queues kept")
+			continue
+		}
+		real := realLeaders(route, d.Scope)
+		remote := map[string]*meta.TopicQueueMappingDetail{}
+		var gone []int32
+		for _, id := range slices.Sorted(maps.Keys(thought)) {
+			leader, ok := real[id]
+			if !ok || leader == thought[id] || leader == d.Bname {
+				continue
+			}
+			rd, asked := remote[leader]
+			if !asked {
+				rd = b.askMapping(ctx, d.Topic, leader)
+				remote[leader] = rd
+			}
+			if rd == nil || rd.TotalQueues != d.TotalQueues || rd.Epoch != d.Epoch {
+				continue
+			}
+			if items := rd.HostedQueues[id]; len(items) == 0 || items[len(items)-1].Bname != leader {
+				continue
+			}
+			gone = append(gone, id)
+		}
+		if len(gone) == 0 {
+			continue
+		}
+		n, err := b.dropLogicQueues(d.Topic, d.Epoch, gone)
+		dropped += n
+		if err != nil {
+			return dropped, err
+		}
+	}
+	return dropped, nil
+}
+
+// askMapping returns broker group bname's mapping of topic, nil when it
+// cannot be had (logged).
+func (b *Broker) askMapping(ctx context.Context, topic, bname string) *meta.TopicQueueMappingDetail {
+	req := remoting.NewRequest(remoting.GetTopicConfig, map[string]string{"topic": topic, "lo": "true", "bname": bname}, nil)
+	resp, err := b.sendToGroupMaster(ctx, topic, bname, req)
+	if err == nil && resp.Code != remoting.Success {
+		err = fmt.Errorf("answered %d %s", resp.Code, resp.Remark)
+	}
+	var v struct {
+		MappingDetail json.RawMessage `json:"mappingDetail"`
+	}
+	if err == nil {
+		// A Java broker writes fastjson's bare integer keys.
+		err = adminbody.UnmarshalFastjson(resp.Body, &v)
+	}
+	if err == nil && (len(v.MappingDetail) == 0 || string(v.MappingDetail) == "null") {
+		err = errors.New("no mapping in its answer")
+	}
+	var d meta.TopicQueueMappingDetail
+	if err == nil {
+		d, err = meta.DecodeTopicQueueMappingDetail(v.MappingDetail)
+	}
+	if err == nil && d.Bname != bname {
+		err = fmt.Errorf("its mapping is of broker %s", d.Bname)
+	}
+	if err != nil {
+		b.log.Warn().Err(err).Str("topic", topic).Str("broker", bname).Msg("static topic clean: the leader's mapping is unknown")
+		return nil
+	}
+	return &d
+}
+
+// dropLogicQueues removes logic queues ids from topic's mapping, under
+// mappingMu, when the mapping still has epoch and does not lead them.
+func (b *Broker) dropLogicQueues(topic string, epoch int64, ids []int32) (int, error) {
+	b.mappingMu.Lock()
+	defer b.mappingMu.Unlock()
+	cur, ok, err := b.mappings.Get(topic)
+	if err != nil {
+		return 0, fmt.Errorf("read the static topic mapping of %s: %w", topic, err)
+	}
+	if !ok || cur.Epoch != epoch {
+		return 0, nil
+	}
+	next := cur.Clone()
+	n := 0
+	for _, id := range ids {
+		items := next.HostedQueues[id]
+		if len(items) == 0 || items[len(items)-1].Bname == next.Bname {
+			continue
+		}
+		delete(next.HostedQueues, id)
+		n++
+		b.log.Info().Str("topic", topic).Int32("logicQueue", id).Int("items", len(items)).Msg("static topic logic queue moved on, its items removed here")
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := b.mappings.Put(next); err != nil {
 		return 0, fmt.Errorf("store the static topic mapping of %s: %w", topic, err)
 	}
 	if err := b.topics.table.Touch(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -97,5 +98,93 @@ func TestStaticTopicCleanDropsExpiredItems(t *testing.T) {
 	d.HostedQueues = moved
 	if r := updateStatic(t, cb, 2, d); r.Code != remoting.Success {
 		t.Fatalf("update after the clean: %d %s", r.Code, r.Remark)
+	}
+}
+
+// RocketMQ's cleanItemListMoreThanSecondGen: logic queue 0 moved from
+// broker-a to broker-b and on to broker-c. broker-a, whose items of it
+// end with broker-b, keeps them while its epoch differs from the real
+// leader's, and drops the queue once the epochs agree and broker-c's own
+// mapping ends the queue with broker-c; broker-b, whose items already end
+// with broker-c, keeps them; broker-c's reads are untouched.
+func TestStaticTopicCleanDropsMovedLogicQueues(t *testing.T) {
+	ns := startNameServerAt(t, "127.0.0.1:0", time.Now, nil)
+	tbs := map[string]*testBroker{}
+	cls := map[string]*remoting.Client{}
+	for _, name := range []string{"broker-a", "broker-b", "broker-c"} {
+		tbs[name] = startTestBroker(t, map[string]string{"brokerName": name, "namesrvAddr": ns.Addr().String()})
+		cls[name] = tbs[name].client(nil)
+	}
+	const topic = "moved-on-topic"
+	item := func(bname string, gen int32, logic int64) meta.LogicQueueMappingItem {
+		it := staticItem(gen, 0, logic, 0, -1)
+		it.Bname = bname
+		return it
+	}
+	stale := []meta.LogicQueueMappingItem{item("broker-a", 0, 0), item("broker-b", 1, 10000)}
+	full := append(append([]meta.LogicQueueMappingItem{}, stale...), item("broker-c", 2, 20000))
+	put := func(bname string, epoch int64, items []meta.LogicQueueMappingItem) {
+		t.Helper()
+		d := meta.NewTopicQueueMappingDetail(topic, 1, bname, epoch)
+		d.HostedQueues[0] = items
+		if r := updateStatic(t, cls[bname], 1, d); r.Code != remoting.Success {
+			t.Fatalf("update %s: %d %s", bname, r.Code, r.Remark)
+		}
+	}
+	put("broker-c", 3000, full)
+	put("broker-b", 3000, full)
+	put("broker-a", 2000, stale)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	clean := func(bname string) int {
+		t.Helper()
+		n, err := tbs[bname].cleanMovedLogicQueues(ctx)
+		if err != nil {
+			t.Fatalf("clean on %s: %v", bname, err)
+		}
+		return n
+	}
+	if n := clean("broker-a"); n != 0 {
+		t.Fatalf("broker-a dropped %d queues at an epoch other than the leader's", n)
+	}
+	put("broker-a", 3000, stale)
+	if n := clean("broker-b"); n != 0 {
+		t.Fatalf("broker-b, which knows the leader, dropped %d queues", n)
+	}
+	if n := clean("broker-a"); n != 1 {
+		t.Fatalf("broker-a dropped %d queues, want 1", n)
+	}
+	d, ok, err := tbs["broker-a"].mappings.Get(topic)
+	if err != nil || !ok || len(d.HostedQueues) != 0 || d.Epoch != 3000 {
+		t.Fatalf("broker-a's mapping after the clean: %+v %v %v", d, ok, err)
+	}
+	if d, _, _ := tbs["broker-c"].mappings.Get(topic); !reflect.DeepEqual(d.HostedQueues[0], full) {
+		t.Fatalf("broker-c's mapping changed: %+v", d.HostedQueues)
+	}
+	if n := clean("broker-a"); n != 0 {
+		t.Fatalf("second clean dropped %d", n)
+	}
+}
+
+// realLeaders takes, per logic queue, the group of the highest epoch
+// leading it in the route, and leaves out a queue two groups claim at
+// the same epoch or of another scope.
+func TestRealLeaders(t *testing.T) {
+	info := func(bname string, epoch int64, scope string, ids ...int32) namesrv.TopicQueueMappingInfo {
+		m := map[int32]int32{}
+		for _, id := range ids {
+			m[id] = 0
+		}
+		return namesrv.TopicQueueMappingInfo{Bname: bname, Epoch: epoch, Scope: scope, CurrIDMap: m}
+	}
+	route := namesrv.TopicRouteData{TopicQueueMappingByBroker: map[string]namesrv.TopicQueueMappingInfo{
+		"a": info("a", 1000, "", 0, 1),
+		"b": info("b", 2000, meta.MetadataScopeGlobal, 0, 2),
+		"c": info("c", 2000, meta.MetadataScopeGlobal, 2),
+		"d": info("d", 5000, "other", 1),
+	}}
+	if got, want := realLeaders(route, meta.MetadataScopeGlobal), map[int32]string{0: "b", 1: "a"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("leaders %v, want %v", got, want)
 	}
 }
