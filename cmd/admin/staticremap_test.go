@@ -410,3 +410,30 @@ func TestRemappingStaticTopicMovesAQueue(t *testing.T) {
 		t.Fatal("a mapping file of another topic was applied")
 	}
 }
+
+// FuzzDecodeRemapWrapper: a mapping file of any bytes is read or refused
+// with an error, never a panic, and what is read encodes again.
+func FuzzDecodeRemapWrapper(f *testing.F) {
+	current := map[string]staticConfig{
+		"A": remapGroup("A", 1, 5000, 1, map[int32][]meta.LogicQueueMappingItem{0: {remapItem("A", 0, 0, 0)}}),
+	}
+	if plan, err := remapStaticTopic("S", current, []string{"B"}, 100); err == nil {
+		if data, err := plan.encode(); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Add([]byte(`{"brokerConfigMap":{"A":{"topicName":"S","mappingDetail":{"hostedQueues":{0:[{"gen":0}]}}}},"epoch":1}`))
+	f.Add([]byte(`{"brokerConfigMap":{"A":null}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := decodeRemapWrapper(data)
+		if err != nil {
+			return
+		}
+		if _, err := p.encode(); err != nil {
+			t.Fatalf("a decoded wrapper does not encode: %v", err)
+		}
+		_, _ = buildMappingItems(p.configs)
+		_, _ = checkStaticConsistence("S", p.configs)
+	})
+}
