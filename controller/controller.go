@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -66,6 +67,10 @@ type Options struct {
 	// StartHost sets them from the listener's ServerConfig.
 	RaftTLSMode remoting.TLSMode
 	RaftTLS     *tls.Config
+	// TLSWatch, when set, reloads the listener's TLS (the configuration
+	// StartHost is given, built by tlsconf.WatchedListener) when its
+	// files change; StartHost runs it until Shutdown.
+	TLSWatch *certwatch.Watcher
 }
 
 // Controller serves RocketMQ's controller requests over Remoting: it hands

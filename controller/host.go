@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/metrics"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -41,6 +42,10 @@ type Host struct {
 	srv        *remoting.Server
 	// exp is nil unless Options.Metrics is set.
 	exp *metrics.Exporter
+	// stopWatch ends Options.TLSWatch's run, watchDone is closed when it
+	// returned (both nil without one).
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
 }
 
 // StartHost starts a controller and serves it on rs (rs.Addr empty: every
@@ -113,6 +118,15 @@ func serveHost(ctx context.Context, opts Options, c *Controller, srv *remoting.S
 		}
 		h.exp = exp
 	}
+	if w := opts.TLSWatch; w != nil {
+		var wctx context.Context
+		wctx, h.stopWatch = context.WithCancel(context.Background())
+		h.watchDone = make(chan struct{})
+		go func() {
+			defer close(h.watchDone)
+			w.Run(wctx, certwatch.DefaultInterval)
+		}()
+	}
 	opts.Log.Info().Str("addr", srv.Addr().String()).Str("self", c.self.ID).Msg("controller serving")
 	return h, nil
 }
@@ -132,6 +146,10 @@ func (h *Host) Addr() string { return h.srv.Addr().String() }
 // Shutdown stops the metrics exporter and the listener, then the
 // controller.
 func (h *Host) Shutdown(ctx context.Context) error {
+	if h.stopWatch != nil {
+		h.stopWatch()
+		<-h.watchDone
+	}
 	var errs []error
 	if h.exp != nil {
 		errs = append(errs, h.exp.Close(ctx))

@@ -3,13 +3,16 @@ package controller
 import (
 	"context"
 	"crypto/tls"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -74,4 +77,45 @@ func TestStartHostRaftTakesTheListenersTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A host given a TLS watcher (tlsconf.WatchedListener, which bin/controller
+// and the name server's embedded controller use) serves a certificate
+// renewed on disk to new connections without a restart.
+func TestStartHostReloadsItsCertificate(t *testing.T) {
+	pki := testutil.NewPKI(t)
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "ctl.pem"), filepath.Join(dir, "ctl.key")
+	aCert, aKey := pki.Issue(t, "ctl-a")
+	bCert, bKey := pki.Issue(t, "ctl-b")
+	testutil.CopyFile(t, aCert, cert)
+	testutil.CopyFile(t, aKey, key)
+	set := configs.TLS{Mode: configs.TLSModeEnforcing, CertPath: cert, KeyPath: key}
+	mode, tc, w, err := tlsconf.WatchedListener("controller", set, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w == nil {
+		t.Fatal("no watcher for a listener with certificate files")
+	}
+	cfg := testConfig(t.TempDir())
+	cfg.Peers = "n0-127.0.0.1:0"
+	h, err := StartHost(context.Background(), Options{Config: cfg, Log: zerolog.Nop(), TLSWatch: w},
+		remoting.ServerConfig{TLSMode: mode, TLS: tc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	if got := testutil.ServedCertName(t, h.Addr()); got != "ctl-a" {
+		t.Fatalf("served %q at start, want ctl-a", got)
+	}
+	testutil.CopyFile(t, bCert, cert)
+	testutil.CopyFile(t, bKey, key)
+	testutil.AwaitServedCert(t, h.Addr(), "ctl-b")
 }

@@ -30,6 +30,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/controller"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/logging"
@@ -141,7 +142,8 @@ func run(ctx context.Context, o options) error {
 	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	var rs remoting.ServerConfig
 	listenconf.Apply(&rs, set.Listener, set.ProxyProtocol)
-	if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err != nil {
+	var tlsWatch *certwatch.Watcher
+	if rs.TLSMode, rs.TLS, tlsWatch, err = tlsconf.WatchedListener("controller", set.TLS, log); err != nil {
 		return err
 	}
 	// tls.enable (useTLS) and tls.client.*, as RocketMQ's
@@ -157,6 +159,7 @@ func run(ctx context.Context, o options) error {
 		Metrics:       controller.MetricsFrom(set.Controller, log),
 		ExtraSettings: controller.MetricsSettings(set.Controller),
 		ClientTLS:     clientTLS,
+		TLSWatch:      tlsWatch,
 	}
 	if o.config != "" {
 		opts.Persist = func(m map[string]string) error { return configs.PersistControllerSettings(o.config, m) }

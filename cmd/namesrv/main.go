@@ -32,6 +32,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/controller"
+	"github.com/rocketkv/rocketkv/internal/certwatch"
 	"github.com/rocketkv/rocketkv/internal/cliflags"
 	"github.com/rocketkv/rocketkv/internal/listenconf"
 	"github.com/rocketkv/rocketkv/internal/logging"
@@ -175,7 +176,8 @@ func run(ctx context.Context, o options) error {
 		// RocketMQ's TLS settings are the process's: the controller's
 		// listener takes the name server's.
 		var clientTLS *tls.Config
-		if rs.TLSMode, rs.TLS, err = tlsconf.Listener("controller", set.TLS, log); err == nil {
+		var tlsWatch *certwatch.Watcher
+		if rs.TLSMode, rs.TLS, tlsWatch, err = tlsconf.WatchedListener("controller", set.TLS, log); err == nil {
 			// The name server's tls.enable (useTLS) and tls.client.*:
 			// RocketMQ hands the name server's NettyClientConfig to its
 			// controller.
@@ -191,6 +193,7 @@ func run(ctx context.Context, o options) error {
 				Metrics:       controller.MetricsFrom(set.Controller, log),
 				ExtraSettings: controller.MetricsSettings(set.Controller),
 				ClientTLS:     clientTLS,
+				TLSWatch:      tlsWatch,
 			}
 			if o.config != "" {
 				opts.Persist = func(m map[string]string) error { return configs.PersistNamesrvSettings(o.config, m) }
