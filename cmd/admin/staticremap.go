@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -427,27 +426,9 @@ never parses and so always computes the remapping).`,
 // remappingStaticTopic computes and applies a remapping.
 func (g *globals) remappingStaticTopic(cmd *cobra.Command, topic, brokers, clusters string) error {
 	ctx := cmd.Context()
-	info, err := g.clusterInfo(ctx)
+	info, targets, err := g.staticTargets(ctx, brokers, clusters)
 	if err != nil {
 		return err
-	}
-	if len(info.ClusterAddrTable) == 0 {
-		return errors.New("the cluster info is empty")
-	}
-	targets := map[string]bool{}
-	if brokers != "" {
-		for _, b := range strings.Split(brokers, ",") {
-			targets[strings.TrimSpace(b)] = true
-		}
-	} else {
-		for _, c := range strings.Split(clusters, ",") {
-			for _, b := range info.ClusterAddrTable[strings.TrimSpace(c)] {
-				targets[b] = true
-			}
-		}
-	}
-	if len(targets) == 0 {
-		return errors.New("find none brokers, do nothing")
 	}
 	for name := range targets {
 		if masterAddr(info, name) == "" {

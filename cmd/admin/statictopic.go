@@ -119,27 +119,9 @@ func (g *globals) updateStaticFromFile(cmd *cobra.Command, topic, file string) e
 // queues and sends every group its config and mapping.
 func (g *globals) updateStaticTopic(cmd *cobra.Command, topic, brokers, clusters string, total int32, _ bool) error {
 	ctx := cmd.Context()
-	info, err := g.clusterInfo(ctx)
+	info, targets, err := g.staticTargets(ctx, brokers, clusters)
 	if err != nil {
 		return err
-	}
-	if len(info.ClusterAddrTable) == 0 {
-		return errors.New("the cluster info is empty")
-	}
-	targets := map[string]bool{}
-	if brokers != "" {
-		for _, b := range strings.Split(brokers, ",") {
-			targets[strings.TrimSpace(b)] = true
-		}
-	} else {
-		for _, c := range strings.Split(clusters, ",") {
-			for _, b := range info.ClusterAddrTable[strings.TrimSpace(c)] {
-				targets[b] = true
-			}
-		}
-	}
-	if len(targets) == 0 {
-		return errors.New("find none brokers, do nothing")
 	}
 	current, err := g.staticConfigs(ctx, info, topic)
 	if err != nil {
@@ -165,6 +147,35 @@ func (g *globals) updateStaticTopic(cmd *cobra.Command, topic, brokers, clusters
 		}
 	}
 	return nil
+}
+
+// staticTargets reads the cluster info and the broker groups a static
+// topic command names: -b's groups, else every group of -c's clusters
+// (mqadmin's "find none brokers, do nothing" when there is none).
+func (g *globals) staticTargets(ctx context.Context, brokers, clusters string) (namesrv.ClusterInfo, map[string]bool, error) {
+	info, err := g.clusterInfo(ctx)
+	if err != nil {
+		return info, nil, err
+	}
+	if len(info.ClusterAddrTable) == 0 {
+		return info, nil, errors.New("the cluster info is empty")
+	}
+	targets := map[string]bool{}
+	if brokers != "" {
+		for _, b := range strings.Split(brokers, ",") {
+			targets[strings.TrimSpace(b)] = true
+		}
+	} else {
+		for _, c := range strings.Split(clusters, ",") {
+			for _, b := range info.ClusterAddrTable[strings.TrimSpace(c)] {
+				targets[b] = true
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return info, nil, errors.New("find none brokers, do nothing")
+	}
+	return info, targets, nil
 }
 
 // createStaticTopic sends one broker group's master the topic's config
