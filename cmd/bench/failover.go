@@ -735,16 +735,41 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	r.timeouts = int(e.timeouts.Load() - timeoutsBefore)
 	gap := gapOf(events, killed, addr0)
 	r.failed = gap.failed
-	sw, err := readSwitches(e.brokerLog(after.masterAddr))
+	last, err := e.awaitMasterSwitch(ctx, after.masterAddr)
 	if err != nil {
 		return r, err
 	}
-	last, ok := lastMasterSwitch(sw)
-	if !ok {
-		return r, fmt.Errorf("the new master %s logged no start as SYNC_MASTER", after.masterAddr)
-	}
 	r.newSwitch = last
 	return r, nil
+}
+
+// switchLogWait bounds the wait for a new master's record of its switch:
+// the Supervisor logs it once the master Broker's start returned, a
+// little after the Broker took its first send (the process's port stays
+// open through the switch, so that send can come first).
+const switchLogWait = 10 * time.Second
+
+// awaitMasterSwitch reads the log of the broker at addr until it holds a
+// start as SYNC_MASTER, and returns that start's took.
+func (e *failoverEnv) awaitMasterSwitch(ctx context.Context, addr string) (time.Duration, error) {
+	deadline := time.Now().Add(switchLogWait)
+	for {
+		sw, err := readSwitches(e.brokerLog(addr))
+		if err != nil {
+			return 0, err
+		}
+		if last, ok := lastMasterSwitch(sw); ok {
+			return last, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("the new master %s logged no start as SYNC_MASTER within %v", addr, switchLogWait)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the new master %s logged no start as SYNC_MASTER: %w", addr, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // brokerLog returns the log path of the broker at addr.
