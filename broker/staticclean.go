@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/internal/adminbody"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -29,16 +30,9 @@ const staticCleanInterval = 5 * time.Minute
 // (cleanMovedLogicQueues). A slave skips it: its
 // mappings are its master's copies.
 func (b *Broker) staticCleanLoop(ctx context.Context) {
-	t := time.NewTicker(staticCleanInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, staticCleanInterval, func(ctx context.Context) {
 		if b.isSlave() || !slices.Contains(b.live.cur.Load().cfg.DeleteWhen, time.Now().Hour()) {
-			continue
+			return
 		}
 		if _, err := b.cleanExpiredMappingItems(ctx); err != nil {
 			b.log.Error().Err(err).Msg("static topic mapping clean failed")
@@ -46,7 +40,7 @@ func (b *Broker) staticCleanLoop(ctx context.Context) {
 		if _, err := b.cleanMovedLogicQueues(ctx); err != nil {
 			b.log.Error().Err(err).Msg("static topic clean of moved logic queues failed")
 		}
-	}
+	})
 }
 
 // itemQueueRange returns the min and max offsets of physical queue queueID of

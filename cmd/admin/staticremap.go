@@ -464,18 +464,8 @@ func (g *globals) remappingStaticTopic(cmd *cobra.Command, topic, brokers, clust
 // remapFromFile applies a mapping file as a remapping, after RocketMQ's
 // checks of it.
 func (g *globals) remapFromFile(cmd *cobra.Command, topic, file string, force bool) error {
-	data, err := os.ReadFile(file)
+	plan, err := readMappingFile(topic, file)
 	if err != nil {
-		return fmt.Errorf("read the mapping file: %w", err)
-	}
-	plan, err := decodeRemapWrapper(data)
-	if err != nil {
-		return err
-	}
-	if _, err := checkStaticConsistence(topic, plan.configs); err != nil {
-		return err
-	}
-	if _, err := buildMappingItems(plan.configs); err != nil {
 		return err
 	}
 	info, err := g.clusterInfo(cmd.Context())
@@ -484,6 +474,27 @@ func (g *globals) remapFromFile(cmd *cobra.Command, topic, file string, force bo
 	}
 	plan.topic = topic
 	return g.applyRemapping(cmd, info, plan, force)
+}
+
+// readMappingFile reads a mapping file (TopicRemappingDetailWrapper) of
+// topic and runs RocketMQ's checks of it: the groups' mappings agree and
+// their items build.
+func readMappingFile(topic, file string) (remapPlan, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return remapPlan{}, fmt.Errorf("read the mapping file: %w", err)
+	}
+	plan, err := decodeRemapWrapper(data)
+	if err != nil {
+		return remapPlan{}, err
+	}
+	if _, err := checkStaticConsistence(topic, plan.configs); err != nil {
+		return remapPlan{}, err
+	}
+	if _, err := buildMappingItems(plan.configs); err != nil {
+		return remapPlan{}, err
+	}
+	return plan, nil
 }
 
 // masterAddr is a broker group's master address in info, "" if none.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -79,22 +78,12 @@ Moving queues between groups is remappingStaticTopic.`,
 // agree and check out, every other group of their clusters gets an empty
 // one, and every group is sent its config and mapping without force.
 func (g *globals) updateStaticFromFile(cmd *cobra.Command, topic, file string) error {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return fmt.Errorf("read the mapping file: %w", err)
-	}
-	plan, err := decodeRemapWrapper(data)
+	plan, err := readMappingFile(topic, file)
 	if err != nil {
 		return err
 	}
 	if len(plan.configs) == 0 {
 		return errors.New("the mapping file names no broker")
-	}
-	if _, err := checkStaticConsistence(topic, plan.configs); err != nil {
-		return err
-	}
-	if _, err := buildMappingItems(plan.configs); err != nil {
-		return err
 	}
 	info, err := g.clusterInfo(cmd.Context())
 	if err != nil {
