@@ -87,21 +87,14 @@ func (b *Broker) itemQueueRange(ctx context.Context, topic, bname string, queueI
 // RocketMQ's) and the topics' data version moves on so that slaves copy
 // it. It returns how many items were dropped.
 func (b *Broker) cleanExpiredMappingItems(ctx context.Context) (int, error) {
-	if b.mappings == nil {
-		return 0, nil
-	}
-	details, err := b.mappings.All(ctx)
+	details, err := b.ownMappings(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("list static topic mappings: %w", err)
+		return 0, err
 	}
 	dropped := 0
 	for _, d := range details {
 		if ctx.Err() != nil {
 			return dropped, ctx.Err()
-		}
-		if d.Bname != b.cfg.BrokerName {
-			b.log.Warn().Str("topic", d.Topic).Str("bname", d.Bname).Msg("a static topic mapping of another broker is held here")
-			continue
 		}
 		expired := map[int32]meta.LogicQueueMappingItem{}
 		for _, id := range slices.Sorted(maps.Keys(d.HostedQueues)) {
@@ -218,20 +211,14 @@ func realLeaders(route namesrv.TopicRouteData, scope string) map[int32]string {
 // epoch and queue count and ends the queue's items with itself. It
 // returns how many logic queues were dropped.
 func (b *Broker) cleanMovedLogicQueues(ctx context.Context) (int, error) {
-	if b.mappings == nil {
-		return 0, nil
-	}
-	details, err := b.mappings.All(ctx)
+	details, err := b.ownMappings(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("list static topic mappings: %w", err)
+		return 0, err
 	}
 	dropped := 0
 	for _, d := range details {
 		if ctx.Err() != nil {
 			return dropped, ctx.Err()
-		}
-		if d.Bname != b.cfg.BrokerName {
-			continue
 		}
 		thought := map[int32]string{}
 		for id, items := range d.HostedQueues {
@@ -345,4 +332,26 @@ func (b *Broker) dropLogicQueues(topic string, epoch int64, ids []int32) (int, e
 		return n, fmt.Errorf("move the topics' data version on after cleaning %s: %w", topic, err)
 	}
 	return n, nil
+}
+
+// ownMappings lists the static topic mappings of this broker group, the
+// ones the cleans may change; a mapping of another group held here is
+// logged and left out.
+func (b *Broker) ownMappings(ctx context.Context) ([]meta.TopicQueueMappingDetail, error) {
+	if b.mappings == nil {
+		return nil, nil
+	}
+	all, err := b.mappings.All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list static topic mappings: %w", err)
+	}
+	own := all[:0]
+	for _, d := range all {
+		if d.Bname != b.cfg.BrokerName {
+			b.log.Warn().Str("topic", d.Topic).Str("bname", d.Bname).Msg("a static topic mapping of another broker is held here")
+			continue
+		}
+		own = append(own, d)
+	}
+	return own, nil
 }
