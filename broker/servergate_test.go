@@ -2,18 +2,24 @@ package broker
 
 import (
 	"context"
+	"net"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/rocketkv/rocketkv/remoting"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // The gate of a Supervisor's servers serves each request with the
 // handler attached last; detaching waits for the requests it took (the
-// stores of the Broker behind it close after), answers SERVICE_NOT_AVAILABLE in
-// between and drops oneway requests; the connection stays open and the
+// stores of the Broker behind it close after), answers
+// SERVICE_NOT_AVAILABLE in between and drops oneway requests; the connection stays open and the
 // next handler attached serves it.
 func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	var gate handlerGate
@@ -81,4 +87,34 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	if got := firstServed.Load(); got != servedBefore {
 		t.Fatalf("the detached handler served %d more requests", got-servedBefore)
 	}
+}
+
+// A process whose fast channel cannot listen does not start, says which
+// port, and leaves its main port free again.
+func TestProcessServersFastPortTakenFailsTheStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := testutil.FreePortPair(t)
+	loaded, err := configs.LoadBroker("", map[string]string{"storePathRootDir": t.TempDir(), "brokerIP1": "127.0.0.1",
+		"listenPort": strconv.Itoa(port), "fastListenPort": strconv.Itoa(taken.Addr().(*net.TCPAddr).Port), "tls.config.file": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := newProcessServers(loaded.Broker, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.start(context.Background(), port, fastListenPortOf(loaded.Broker))
+	if err == nil || !strings.Contains(err.Error(), "fast channel") {
+		_ = p.shutdown(context.Background())
+		t.Fatalf("start with the fast port taken: %v, want an error naming the fast channel", err)
+	}
+	again, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		t.Fatalf("the main port is still held after the failed start: %v", err)
+	}
+	_ = again.Close()
 }
