@@ -1185,6 +1185,10 @@ func TestControllerModeSwitchKeepsConnections(t *testing.T) {
 	ctlAddr := startTestController(t, true, true)
 	a := newCtlBroker(t, ctlAddr, "")
 	b := newCtlBroker(t, ctlAddr, "")
+	// Requests arriving during the switch wait for the next Broker;
+	// the wait is made long here so that a slow machine's switch does
+	// not turn them into SERVICE_NOT_AVAILABLE answers.
+	b.supervise = func(s *Supervisor) { s.switchWait = time.Minute }
 	a.start()
 	b.start()
 	if !a.isMaster() || b.isMaster() {
@@ -1195,8 +1199,32 @@ func TestControllerModeSwitchKeepsConnections(t *testing.T) {
 		t.Fatalf("heartbeat: code %d %q", r.Code, r.Remark)
 	}
 	first := b.sup.Broker()
-
 	stop := make(chan struct{})
+	asker := dialCtl(t, b.addr())
+	askerDone := make(chan struct{})
+	var asked atomic.Int64
+	var unanswered []string
+	go func() {
+		defer close(askerDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			r, err := asker.Invoke(ctx, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
+			cancel()
+			asked.Add(1)
+			switch {
+			case err != nil:
+				unanswered = append(unanswered, err.Error())
+			case r.Code != remoting.Success:
+				unanswered = append(unanswered, fmt.Sprintf("code %d %q", r.Code, r.Remark))
+			}
+		}
+	}()
+
 	dialerDone := make(chan struct{})
 	var dials, refused atomic.Int64
 	go func() {
@@ -1220,11 +1248,15 @@ func TestControllerModeSwitchKeepsConnections(t *testing.T) {
 	waitUntil(t, 25*time.Second, "the slave to become master", b.isMaster)
 	close(stop)
 	<-dialerDone
+	<-askerDone
 	if b.sup.Broker() == first {
 		t.Fatal("the slave leads without a new Broker: no switch was tested")
 	}
 	if n := refused.Load(); n > 0 {
 		t.Errorf("%d of %d connections refused during the switch", n, n+dials.Load())
+	}
+	if len(unanswered) > 0 {
+		t.Errorf("%d of %d requests during the switch were not served: %v", len(unanswered), asked.Load(), unanswered[:min(len(unanswered), 5)])
 	}
 	code, ids := consumerIDList(t, c, "G")
 	if code != remoting.Success || !slices.Equal(ids, []string{"10.0.0.9@1"}) {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/certwatch"
@@ -27,11 +29,12 @@ import (
 // of the last: Broker.inheritClients).
 //
 // Between two Brokers (and before the first, while the controller has
-// not given the broker a role) requests are answered
+// not given the broker a role) a request waits for the next Broker, up
+// to a second (handlerGate); one that waits longer is answered
 // SERVICE_NOT_AVAILABLE, RocketMQ's answer of a store that takes no
 // messages (a slave's, one shutting down), which both RocketMQ's Java
 // and Go producers retry at another queue (SYSTEM_BUSY would be retried
-// by the Java client only), and oneway requests are dropped.
+// by the Java client only), and a oneway one is dropped.
 type processServers struct {
 	main *remoting.Server
 	fast *remoting.Server // nil when fastListenPort is -1
@@ -103,12 +106,48 @@ func (p *processServers) shutdown(ctx context.Context) error {
 // given while no Broker serves the process's ports.
 const switchingRemark = "[SWITCHING] the broker is taking the role the controller gave it; try again"
 
+// Bounds of the requests a gate keeps while no handler is attached.
+const (
+	// defaultSwitchWait is how long a request waits for the next Broker:
+	// a switch takes 40-100 ms, so a request arriving during one is
+	// served by the next Broker with that much delay, as RocketMQ's
+	// broker, which changes role in place, serves it; one waiting past
+	// it (a Broker that failed to start, a first role the controller
+	// has not given yet) is answered SERVICE_NOT_AVAILABLE well before a
+	// client's 3 s timeout, so that producers retry elsewhere.
+	defaultSwitchWait = time.Second
+	// maxParkedRequests and maxParkedBytes bound what waits: a request
+	// past either is answered SERVICE_NOT_AVAILABLE at once.
+	maxParkedRequests = 10000
+	maxParkedBytes    = 64 << 20
+)
+
 // handlerGate is the Handler of shared servers: it serves each request
 // with the handler attached last, and lets the one who detaches it wait
-// until no request it took is still being served.
+// until no request it took is still being served. A request arriving
+// while no handler is attached waits (without holding a server worker)
+// for the next attach, up to wait, and is answered SERVICE_NOT_AVAILABLE
+// past it; oneway requests that find no handler by then are dropped.
 type handlerGate struct {
 	cur atomic.Pointer[gatedHandler]
 	log zerolog.Logger
+	// wait is how long a request waits for a handler (defaultSwitchWait
+	// when 0).
+	wait time.Duration
+
+	mu          sync.Mutex
+	parked      []parkedRequest // arrival order
+	parkedBytes int
+	timer       *time.Timer // answers the parked requests past their wait
+	closed      bool        // close ran: nothing waits any more
+}
+
+// parkedRequest is a request waiting for the next handler.
+type parkedRequest struct {
+	ctx      context.Context
+	conn     *remoting.Conn
+	req      *remoting.Command
+	deadline time.Time
 }
 
 // gatedHandler is one attachment of a handler to a gate.
@@ -120,11 +159,34 @@ type gatedHandler struct {
 	once     sync.Once
 }
 
-// attach makes h serve the gate's requests from now on and returns the
-// attachment, which detach ends.
+// attach makes h serve the gate's requests from now on, the ones waiting
+// first (each on a goroutine of its own, in their arrival order), and
+// returns the attachment, which detach ends.
 func (g *handlerGate) attach(h remoting.Handler) *gatedHandler {
 	a := &gatedHandler{h: h, drained: make(chan struct{})}
+	g.mu.Lock()
 	g.cur.Store(a)
+	waiting := g.parked
+	g.parked, g.parkedBytes = nil, 0
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	g.mu.Unlock()
+	if len(waiting) > 0 {
+		g.log.Debug().Int("requests", len(waiting)).Msg("serving the requests that waited for the broker")
+	}
+	for _, p := range waiting {
+		if !a.enter() {
+			// Detached again before they ran: they wait for the next one.
+			g.park(p)
+			continue
+		}
+		go func() {
+			defer a.leave()
+			g.serve(a.h, p)
+		}()
+	}
 	return a
 }
 
@@ -135,11 +197,118 @@ func (g *handlerGate) ServeCommand(ctx context.Context, conn *remoting.Conn, req
 		a.h.ServeCommand(ctx, conn, req)
 		return
 	}
-	if req.IsOneway() {
+	g.park(parkedRequest{ctx: ctx, conn: conn, req: req, deadline: time.Now().Add(g.waitFor())})
+}
+
+// waitFor is how long a request waits for a handler.
+func (g *handlerGate) waitFor() time.Duration {
+	if g.wait > 0 {
+		return g.wait
+	}
+	return defaultSwitchWait
+}
+
+// park keeps p until the next attach or its deadline; an attach that
+// came meanwhile serves it at once, and a gate that is closed or full
+// refuses it.
+func (g *handlerGate) park(p parkedRequest) {
+	g.mu.Lock()
+	if a := g.cur.Load(); a != nil && a.enter() {
+		g.mu.Unlock()
+		defer a.leave()
+		g.serve(a.h, p)
 		return
 	}
-	g.log.Debug().Stringer("conn", conn).Int32("code", req.Code).Msg("no broker serves yet: answered SERVICE_NOT_AVAILABLE")
-	_ = conn.Reply(req, remoting.NewResponse(req, remoting.ServiceNotAvailable, switchingRemark))
+	size := len(p.req.Body)
+	if g.closed || len(g.parked) >= maxParkedRequests || g.parkedBytes+size > maxParkedBytes {
+		closed := g.closed
+		g.mu.Unlock()
+		g.refuse(p, closed)
+		return
+	}
+	g.parked = append(g.parked, p)
+	g.parkedBytes += size
+	if g.timer == nil {
+		g.timer = time.AfterFunc(time.Until(p.deadline), g.expire)
+	}
+	g.mu.Unlock()
+}
+
+// expire answers the requests whose wait ended and sets the timer for
+// the next deadline.
+func (g *handlerGate) expire() {
+	now := time.Now()
+	g.mu.Lock()
+	var late []parkedRequest
+	kept := g.parked[:0]
+	for _, p := range g.parked {
+		switch {
+		case p.ctx.Err() != nil:
+			g.parkedBytes -= len(p.req.Body) // its connection closed
+		case !p.deadline.After(now):
+			late = append(late, p)
+			g.parkedBytes -= len(p.req.Body)
+		default:
+			kept = append(kept, p)
+		}
+	}
+	clear(g.parked[len(kept):])
+	g.parked = kept
+	g.timer = nil
+	if len(kept) > 0 && !g.closed {
+		next := kept[0].deadline
+		for _, p := range kept[1:] {
+			if p.deadline.Before(next) {
+				next = p.deadline // one parked again by a short attach
+			}
+		}
+		g.timer = time.AfterFunc(time.Until(next), g.expire)
+	}
+	g.mu.Unlock()
+	for _, p := range late {
+		g.refuse(p, false)
+	}
+}
+
+// close ends the waits for good (the process stops): the requests
+// waiting are answered SERVICE_NOT_AVAILABLE, and so is every request
+// that finds no handler from now on.
+func (g *handlerGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	waiting := g.parked
+	g.parked, g.parkedBytes = nil, 0
+	if g.timer != nil {
+		g.timer.Stop()
+		g.timer = nil
+	}
+	g.mu.Unlock()
+	for _, p := range waiting {
+		g.refuse(p, true)
+	}
+}
+
+// refuse answers p SERVICE_NOT_AVAILABLE (a oneway request is dropped).
+func (g *handlerGate) refuse(p parkedRequest, stopping bool) {
+	if p.req.IsOneway() || p.ctx.Err() != nil {
+		return
+	}
+	g.log.Debug().Stringer("conn", p.conn).Int32("code", p.req.Code).Bool("stopping", stopping).
+		Msg("no broker serves: answered SERVICE_NOT_AVAILABLE")
+	_ = p.conn.Reply(p.req, remoting.NewResponse(p.req, remoting.ServiceNotAvailable, switchingRemark))
+}
+
+// serve runs h for a request that waited, as the server runs a handler:
+// a panic is logged and answered SYSTEM_ERROR.
+func (g *handlerGate) serve(h remoting.Handler, p parkedRequest) {
+	defer func() {
+		if r := recover(); r != nil {
+			g.log.Error().Stringer("conn", p.conn).Int32("code", p.req.Code).Str("panic", fmt.Sprint(r)).
+				Bytes("stack", debug.Stack()).Msg("handler panicked")
+			_ = p.conn.Reply(p.req, remoting.NewResponse(p.req, remoting.SystemError, remoting.PanicRemark+fmt.Sprint(r)))
+		}
+	}()
+	h.ServeCommand(p.ctx, p.conn, p.req)
 }
 
 // enter counts a request in, unless the attachment was detached.
@@ -159,8 +328,8 @@ func (a *gatedHandler) leave() {
 	}
 }
 
-// detach takes a off g (requests from now on are answered
-// SERVICE_NOT_AVAILABLE until the next attach) and waits until every
+// detach takes a off g (requests from now on wait for the next attach)
+// and waits until every
 // request a took has returned, or ctx ends (its error).
 func (g *handlerGate) detach(ctx context.Context, a *gatedHandler) error {
 	a.closed.Store(true)

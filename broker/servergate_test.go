@@ -18,12 +18,11 @@ import (
 
 // The gate of a Supervisor's servers serves each request with the
 // handler attached last; detaching waits for the requests it took (the
-// stores of the Broker behind it close after), answers
-// SERVICE_NOT_AVAILABLE in between and drops oneway requests; the connection stays open and the
-// next handler attached serves it.
+// stores of the Broker behind it close after); a request, oneway or not,
+// arriving with no handler attached waits for the next one, which serves
+// it on the same connection.
 func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
-	var gate handlerGate
-	gate.log = zerolog.Nop()
+	gate := handlerGate{log: zerolog.Nop(), wait: time.Minute}
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, &gate, zerolog.Nop())
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -31,9 +30,8 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	c := dialCtl(t, srv.Addr().String())
 
-	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable || r.Remark != switchingRemark {
-		t.Fatalf("before any handler: code %d %q, want SERVICE_NOT_AVAILABLE %q", r.Code, r.Remark, switchingRemark)
-	}
+	early := invokeAsync(c, remoting.GetBrokerRuntimeInfo)
+	awaitParked(t, &gate, 1)
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	var firstServed atomic.Int32
@@ -45,11 +43,13 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 		}
 		_ = conn.Reply(req, remoting.NewResponse(req, remoting.Success, "first"))
 	}))
+	if r := awaitAnswer(t, early); r.Code != remoting.Success || r.Remark != "first" {
+		t.Fatalf("a request sent before any handler: code %d %q, want the first handler's answer", r.Code, r.Remark)
+	}
 	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success || r.Remark != "first" {
 		t.Fatalf("the first handler: code %d %q", r.Code, r.Remark)
 	}
-	slow := make(chan *remoting.Command, 1)
-	go func() { slow <- call(t, c, remoting.PullMessage, nil, nil) }()
+	slow := invokeAsync(c, remoting.PullMessage)
 	<-entered
 
 	// The detach waits for the request the first handler still serves.
@@ -59,16 +59,15 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	if err == nil {
 		t.Fatal("detach returned while a request of the handler was being served")
 	}
-	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable {
-		t.Fatalf("between two handlers: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
-	}
+	between := invokeAsync(c, remoting.GetBrokerRuntimeInfo)
 	oneway, cancelOneway := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancelOneway()
-	if err := c.InvokeOneway(oneway, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil)); err != nil {
+	if err := c.InvokeOneway(oneway, remoting.NewRequest(remoting.UnregisterClient, nil, nil)); err != nil {
 		t.Fatal(err)
 	}
+	awaitParked(t, &gate, 2)
 	close(release)
-	if r := <-slow; r.Code != remoting.Success {
+	if r := awaitAnswer(t, slow); r.Code != remoting.Success || r.Remark != "first" {
 		t.Fatalf("the request taken before the detach: code %d %q", r.Code, r.Remark)
 	}
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
@@ -78,15 +77,110 @@ func TestHandlerGateHandsConnectionsToTheNextHandler(t *testing.T) {
 	}
 	servedBefore := firstServed.Load()
 
+	onewaySeen := make(chan struct{})
 	gate.attach(remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		if req.IsOneway() {
+			close(onewaySeen)
+			return
+		}
 		_ = conn.Reply(req, remoting.NewResponse(req, remoting.Success, "second"))
 	}))
+	if r := awaitAnswer(t, between); r.Code != remoting.Success || r.Remark != "second" {
+		t.Fatalf("a request sent between the handlers: code %d %q, want the second handler's answer", r.Code, r.Remark)
+	}
+	select {
+	case <-onewaySeen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the oneway request sent between the handlers never reached the second")
+	}
 	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.Success || r.Remark != "second" {
 		t.Fatalf("the second handler on the same connection: code %d %q", r.Code, r.Remark)
 	}
 	if got := firstServed.Load(); got != servedBefore {
 		t.Fatalf("the detached handler served %d more requests", got-servedBefore)
 	}
+}
+
+// A request that waits longer than the gate's wait for a handler, or
+// waits when the gate closes, is answered SERVICE_NOT_AVAILABLE (which
+// the clients retry elsewhere); a closed gate answers at once, and the
+// connection stays usable.
+func TestHandlerGateAnswersWhatWaitsTooLong(t *testing.T) {
+	gate := handlerGate{log: zerolog.Nop(), wait: 50 * time.Millisecond}
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, &gate, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	c := dialCtl(t, srv.Addr().String())
+	for i := range 3 {
+		if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable || r.Remark != switchingRemark {
+			t.Fatalf("request %d with no handler past the wait: code %d %q, want SERVICE_NOT_AVAILABLE %q", i, r.Code, r.Remark, switchingRemark)
+		}
+	}
+	gate.mu.Lock()
+	left := len(gate.parked)
+	gate.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d answered requests still held", left)
+	}
+
+	long := handlerGate{log: zerolog.Nop(), wait: time.Hour}
+	srv2 := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, &long, zerolog.Nop())
+	if err := srv2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv2.Shutdown(context.Background()) })
+	c2 := dialCtl(t, srv2.Addr().String())
+	waiting := invokeAsync(c2, remoting.GetBrokerRuntimeInfo)
+	awaitParked(t, &long, 1)
+	long.close()
+	if r := awaitAnswer(t, waiting); r.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("a request waiting when the gate closed: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
+	}
+	if r := call(t, c2, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("a request after the gate closed: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
+	}
+}
+
+// invokeAsync sends a request of code on c and returns where its answer
+// (or the error) arrives.
+func invokeAsync(c *remoting.Client, code int32) <-chan asyncAnswer {
+	out := make(chan asyncAnswer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		r, err := c.Invoke(ctx, remoting.NewRequest(code, nil, nil))
+		out <- asyncAnswer{r, err}
+	}()
+	return out
+}
+
+// asyncAnswer is the outcome of invokeAsync.
+type asyncAnswer struct {
+	resp *remoting.Command
+	err  error
+}
+
+// awaitAnswer waits for an invokeAsync answer and fails the test on an
+// error.
+func awaitAnswer(t *testing.T, ch <-chan asyncAnswer) *remoting.Command {
+	t.Helper()
+	a := <-ch
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a.resp
+}
+
+// awaitParked waits until n requests wait at g.
+func awaitParked(t *testing.T, g *handlerGate, n int) {
+	t.Helper()
+	waitUntil(t, 10*time.Second, "the requests to wait at the gate", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.parked) == n
+	})
 }
 
 // A process whose fast channel cannot listen does not start, says which

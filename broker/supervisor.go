@@ -101,6 +101,7 @@ type Supervisor struct {
 
 	// Set between NewSupervisor and Start.
 	configure  func(*Broker) // tests: applied to each Broker before its Start
+	switchWait time.Duration // tests: the servers' gate's wait (handlerGate.wait)
 	configFile string
 	cutAt      int64
 	resolve    namesrv.Resolver
@@ -259,6 +260,7 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 			_ = s.ctl.close()
 			_ = s.peers.Close()
 			if s.servers != nil {
+				s.servers.gate.close()
 				_ = s.servers.shutdown(context.Background())
 			}
 			s.stopped.Store(true)
@@ -269,11 +271,13 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	}
 	// The ports first, as RocketMQ's broker listens before its replicas
 	// manager asks the controller for a role: clients connecting before
-	// the first Broker runs are answered SYSTEM_BUSY rather than refused.
+	// the first Broker runs wait for it, up to a second, and are answered
+	// SERVICE_NOT_AVAILABLE past that rather than refused.
 	servers, err := newProcessServers(s.cfg, s.root)
 	if err != nil {
 		return err
 	}
+	servers.gate.wait = s.switchWait
 	if err := servers.start(ctx, s.cfg.ListenPort, fastListenPortOf(s.cfg)); err != nil {
 		return err
 	}
@@ -894,6 +898,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 		errs = append(errs, b.Shutdown(ctx))
 	}
 	// After the Broker's stop, which ran the graceful waits on them.
+	s.servers.gate.close()
 	errs = append(errs, s.servers.shutdown(ctx))
 	errs = append(errs, s.ctl.close(), s.peers.Close())
 	return errors.Join(errs...)
