@@ -938,6 +938,60 @@ func TestControllerModeStartWaitsForTheController(t *testing.T) {
 	}
 }
 
+// A Start given up before the controller gave a role (its context
+// ended) answers the requests waiting for the first Broker
+// SERVICE_NOT_AVAILABLE and frees the ports it listened on, so that the
+// process, or the next Start, can take them again.
+func TestControllerModeStartGivenUpFreesItsPort(t *testing.T) {
+	port := testutil.FreePortPair(t)
+	a := newCtlBroker(t, fmt.Sprintf("127.0.0.1:%d", port), "")
+	s := a.newSupervisor(zerolog.Nop())
+	s.switchWait = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan error, 1)
+	go func() { started <- s.Start(ctx) }()
+
+	var c *remoting.Client
+	waitUntil(t, 10*time.Second, "the broker to listen before its role", func() bool {
+		dctx, dcancel := context.WithTimeout(context.Background(), time.Second)
+		defer dcancel()
+		cl, err := remoting.Dial(dctx, a.addr(), remoting.ClientOptions{})
+		if err != nil {
+			return false
+		}
+		c = cl
+		return true
+	})
+	defer c.Close()
+	// A request the gate keeps for the first Broker (TestHandlerGate*
+	// show it waits; here it may also still be on its way when the
+	// start gives up and the connection closes).
+	waiting := invokeAsync(c, remoting.GetBrokerRuntimeInfo)
+	cancel()
+	select {
+	case err := <-started:
+		if err == nil {
+			t.Fatal("the start succeeded without a controller")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the start did not return once its context ended")
+	}
+	select {
+	case got := <-waiting:
+		if got.err == nil && got.resp.Code != remoting.ServiceNotAvailable {
+			t.Fatalf("the waiting request: code %d %q, want SERVICE_NOT_AVAILABLE or a closed connection", got.resp.Code, got.resp.Remark)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request waiting for the first Broker got no answer after the start was given up")
+	}
+	again, err := net.Listen("tcp", a.addr())
+	if err != nil {
+		t.Fatalf("the port is still held after the start was given up: %v", err)
+	}
+	_ = again.Close()
+}
+
 // A controller-mode broker started again reports its store's CommitLog end
 // in the heartbeats it sends before its Broker runs, as RocketMQ's broker,
 // which loads its store first: the controller elects among a group's live
