@@ -30,17 +30,28 @@ const staticCleanInterval = 5 * time.Minute
 // (cleanMovedLogicQueues). A slave skips it: its
 // mappings are its master's copies.
 func (b *Broker) staticCleanLoop(ctx context.Context) {
-	periodic.Run(ctx, staticCleanInterval, func(ctx context.Context) {
-		if b.isSlave() || !slices.Contains(b.live.cur.Load().cfg.DeleteWhen, time.Now().Hour()) {
-			return
-		}
-		if _, err := b.cleanExpiredMappingItems(ctx); err != nil {
-			b.log.Error().Err(err).Msg("static topic mapping clean failed")
-		}
-		if _, err := b.cleanMovedLogicQueues(ctx); err != nil {
-			b.log.Error().Err(err).Msg("static topic clean of moved logic queues failed")
-		}
-	})
+	b.runStaticClean(ctx, staticCleanInterval, time.Now)
+}
+
+// runStaticClean runs staticCleanRound every interval at the hour of now
+// until ctx ends.
+func (b *Broker) runStaticClean(ctx context.Context, every time.Duration, now func() time.Time) {
+	periodic.Run(ctx, every, func(ctx context.Context) { b.staticCleanRound(ctx, now().Hour()) })
+}
+
+// staticCleanRound runs both cleans when hour is one of deleteWhen's and
+// the broker is a master, and reports whether it did.
+func (b *Broker) staticCleanRound(ctx context.Context, hour int) bool {
+	if b.isSlave() || !slices.Contains(b.live.cur.Load().cfg.DeleteWhen, hour) {
+		return false
+	}
+	if _, err := b.cleanExpiredMappingItems(ctx); err != nil {
+		b.log.Error().Err(err).Msg("static topic mapping clean failed")
+	}
+	if _, err := b.cleanMovedLogicQueues(ctx); err != nil {
+		b.log.Error().Err(err).Msg("static topic clean of moved logic queues failed")
+	}
+	return true
 }
 
 // itemQueueRange returns the min and max offsets of physical queue queueID of

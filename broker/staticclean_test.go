@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -12,18 +13,16 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// RocketMQ's TopicQueueMappingCleanService (cleanItemExpired) on the
-// group leading two logic queues moved onto it from broker-a: the queue
-// whose old physical queue on broker-a never held a message (max offset
-// 0) loses its old item, the one whose old queue still holds messages
-// keeps it (a pull from logic offset 0 still reads them through the new
-// leader), the epoch stays, broker-a's mapping is left alone, and a second
-// run drops nothing.
-func TestStaticTopicCleanDropsExpiredItems(t *testing.T) {
+// movedStaticTopic is the store of TestStaticTopicCleanDropsExpiredItems:
+// a static topic of two logic queues created on broker-a (queue 1 holding
+// two messages) and moved onto broker-b; both groups hold the moved
+// mapping.
+func movedStaticTopic(t *testing.T) (ta, tb *testBroker, ca, cb *remoting.Client, moved map[int32][]meta.LogicQueueMappingItem) {
+	t.Helper()
 	ns := startNameServerAt(t, "127.0.0.1:0", time.Now, nil)
-	ta := startTestBroker(t, map[string]string{"brokerName": "broker-a", "namesrvAddr": ns.Addr().String()})
-	tb := startTestBroker(t, map[string]string{"brokerName": "broker-b", "namesrvAddr": ns.Addr().String()})
-	ca, cb := ta.client(nil), tb.client(nil)
+	ta = startTestBroker(t, map[string]string{"brokerName": "broker-a", "namesrvAddr": ns.Addr().String()})
+	tb = startTestBroker(t, map[string]string{"brokerName": "broker-b", "namesrvAddr": ns.Addr().String()})
+	ca, cb = ta.client(nil), tb.client(nil)
 	const topic = "clean-topic"
 	item := func(bname string, gen, queue int32, logic int64) meta.LogicQueueMappingItem {
 		it := staticItem(gen, queue, logic, 0, -1)
@@ -40,7 +39,7 @@ func TestStaticTopicCleanDropsExpiredItems(t *testing.T) {
 		mustSend(t, ca, topic, 1, "old-"+strconv.Itoa(i), "")
 	}
 	ta.caughtUp()
-	moved := map[int32][]meta.LogicQueueMappingItem{
+	moved = map[int32][]meta.LogicQueueMappingItem{
 		0: {item("broker-a", 0, 0, 0), item("broker-b", 1, 0, 10000)},
 		1: {item("broker-a", 0, 1, 0), item("broker-b", 1, 1, 10000)},
 	}
@@ -59,6 +58,19 @@ func TestStaticTopicCleanDropsExpiredItems(t *testing.T) {
 		}
 	}
 
+	return ta, tb, ca, cb, moved
+}
+
+// RocketMQ's TopicQueueMappingCleanService (cleanItemExpired) on the
+// group leading two logic queues moved onto it from broker-a: the queue
+// whose old physical queue on broker-a never held a message (max offset
+// 0) loses its old item, the one whose old queue still holds messages
+// keeps it (a pull from logic offset 0 still reads them through the new
+// leader), the epoch stays, broker-a's mapping is left alone, and a second
+// run drops nothing.
+func TestStaticTopicCleanDropsExpiredItems(t *testing.T) {
+	ta, tb, ca, cb, moved := movedStaticTopic(t)
+	const topic = "clean-topic"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := tb.cleanExpiredMappingItems(ctx)
@@ -99,6 +111,43 @@ func TestStaticTopicCleanDropsExpiredItems(t *testing.T) {
 	if r := updateStatic(t, cb, 2, d); r.Code != remoting.Success {
 		t.Fatalf("update after the clean: %d %s", r.Code, r.Remark)
 	}
+}
+
+// The clean runs on its timer only at the hours of deleteWhen (RocketMQ's
+// isItTimeToDo): a round at another hour drops nothing, and the timer at
+// one of them drops the expired item.
+func TestStaticTopicCleanRunsAtDeleteWhen(t *testing.T) {
+	_, tb, _, _, moved := movedStaticTopic(t)
+	const topic = "clean-topic"
+	hours := tb.live.cur.Load().cfg.DeleteWhen
+	if len(hours) == 0 || len(hours) == 24 {
+		t.Fatalf("deleteWhen %v: the test needs an hour inside and one outside", hours)
+	}
+	outside := (hours[0] + 1) % 24
+	for slices.Contains(hours, outside) {
+		outside = (outside + 1) % 24
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if tb.staticCleanRound(ctx, outside) {
+		t.Fatalf("a round at %02d h ran with deleteWhen %v", outside, hours)
+	}
+	if got, _, _ := tb.mappings.Get(topic); len(got.HostedQueues[0]) != len(moved[0]) {
+		t.Fatalf("a round outside deleteWhen dropped an item: %+v", got.HostedQueues[0])
+	}
+	at := time.Date(2026, 12, 6, hours[0], 30, 0, 0, time.Local)
+	loopCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tb.runStaticClean(loopCtx, 20*time.Millisecond, func() time.Time { return at })
+	}()
+	waitUntil(t, 20*time.Second, "the timer's round to drop the expired item", func() bool {
+		got, _, _ := tb.mappings.Get(topic)
+		return len(got.HostedQueues[0]) == len(moved[0])-1
+	})
+	stop()
+	<-done
 }
 
 // RocketMQ's cleanItemListMoreThanSecondGen: logic queue 0 moved from
