@@ -166,12 +166,7 @@ func (g *handlerGate) attach(h remoting.Handler) *gatedHandler {
 	a := &gatedHandler{h: h, drained: make(chan struct{})}
 	g.mu.Lock()
 	g.cur.Store(a)
-	waiting := g.parked
-	g.parked, g.parkedBytes = nil, 0
-	if g.timer != nil {
-		g.timer.Stop()
-		g.timer = nil
-	}
+	waiting := g.takeParkedLocked()
 	g.mu.Unlock()
 	if len(waiting) > 0 {
 		g.log.Debug().Int("requests", len(waiting)).Msg("serving the requests that waited for the broker")
@@ -276,16 +271,23 @@ func (g *handlerGate) expire() {
 func (g *handlerGate) close() {
 	g.mu.Lock()
 	g.closed = true
+	waiting := g.takeParkedLocked()
+	g.mu.Unlock()
+	for _, p := range waiting {
+		g.refuse(p, true)
+	}
+}
+
+// takeParkedLocked empties the waiting list, stops its timer and returns
+// what waited; g.mu is held.
+func (g *handlerGate) takeParkedLocked() []parkedRequest {
 	waiting := g.parked
 	g.parked, g.parkedBytes = nil, 0
 	if g.timer != nil {
 		g.timer.Stop()
 		g.timer = nil
 	}
-	g.mu.Unlock()
-	for _, p := range waiting {
-		g.refuse(p, true)
-	}
+	return waiting
 }
 
 // refuse answers p SERVICE_NOT_AVAILABLE (a oneway request is dropped).
