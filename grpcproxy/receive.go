@@ -217,6 +217,9 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		PollTime: poll, InitMode: popInitModeMax, Exp: exp, ExpType: expType,
 		Order: fifo, AttemptID: req.GetAttemptId(),
 	})
+	if err != nil || res.Code == remoting.SystemBusy || res.Code == remoting.ServiceNotAvailable {
+		s.routes.refusedBy(topic, addr)
+	}
 	if err != nil {
 		return nil, err
 	}

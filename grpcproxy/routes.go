@@ -32,6 +32,16 @@ type topicRoute struct {
 	// been started, so that the calls answered with it meanwhile do not
 	// each start one.
 	refreshing atomic.Bool
+	// masterless says a broker group of the route has no master (one
+	// that is being switched: its old master registered as a slave
+	// before the new one registered as master); such a route is asked
+	// again after refreshFloor instead of its TTL.
+	masterless bool
+	// refused is set when one of the route's masters refused a request
+	// as a slave or a switching broker does, or could not be reached:
+	// the next call waits for the route to be asked again (see
+	// routes.refusedBy).
+	refused atomic.Bool
 }
 
 // writeQueue is one writable queue of a topic on a master.
@@ -86,6 +96,8 @@ type routes struct {
 
 	// idle is how long a route no call asks for is kept (0: for ever).
 	idle time.Duration
+	// floor is refreshFloor (tests change it).
+	floor time.Duration
 	// cache holds the routes, the least recently asked for dropped past
 	// its size (it locks itself).
 	cache *lru.Cache[string, *topicRoute]
@@ -98,7 +110,7 @@ type routes struct {
 func newRoutes(pool *remoting.ClientPool, cfg *Config, ns *nameServers, bg *background) *routes {
 	cache, _ := lru.New[string, *topicRoute](max(cfg.RouteCacheSize, 1)) // fails only for a size below 1
 	return &routes{pool: pool, ns: ns, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout,
-		plaintext: cfg.Remoting.TLS == nil, bg: bg, cache: cache}
+		plaintext: cfg.Remoting.TLS == nil, bg: bg, cache: cache, floor: refreshFloor}
 }
 
 // get returns the topic's route. A cached route is answered at once; once
@@ -119,13 +131,58 @@ func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
 	}
 	if r != nil {
 		r.used.Store(now)
-		if time.Since(r.at) >= rs.ttl && r.refreshing.CompareAndSwap(false, true) {
+		if r.refused.Load() {
+			// Its master refused: the name servers may route another by
+			// now, and the call waits for them rather than be sent to
+			// the same refusal (the refresh keeps the route when no name
+			// server answers).
+			return rs.wait(ctx, topic, r)
+		}
+		due := rs.ttl
+		if r.masterless {
+			due = min(due, rs.floor)
+		}
+		if time.Since(r.at) >= due && r.refreshing.CompareAndSwap(false, true) {
 			rs.load(topic, r) // not waited for: its result is cached
 		}
 		return r, nil
 	}
+	return rs.wait(ctx, topic, nil)
+}
+
+// refreshFloor is the least time between two lookups of a topic's route
+// that a refusal of its master (refusedBy) or a broker group without a
+// master asks for: a master that stays refused or away costs the name
+// servers one lookup a second per topic at most.
+const refreshFloor = time.Second
+
+// refusedBy notes that the master at addr refused a request for topic
+// as a slave or a switching broker refuses it (SYSTEM_BUSY from a slave,
+// SERVICE_NOT_AVAILABLE while a controller-mode broker changes role), or
+// could not be reached (a master that stopped): once the cached route
+// that names addr as a master is refreshFloor old, the next call of the
+// topic waits for the name servers to be asked again, so that a client's
+// retry reaches the master elected meanwhile instead of the refusing
+// broker until the route's TTL (topicRouteServiceCacheRefreshSeconds, 20
+// s by default) runs out.
+func (rs *routes) refusedBy(topic, addr string) {
+	r, ok := rs.cache.Peek(topic)
+	if !ok || time.Since(r.at) < rs.floor {
+		return
+	}
+	for _, a := range r.masters {
+		if a == addr {
+			r.refused.Store(true)
+			return
+		}
+	}
+}
+
+// wait looks the topic's route up and waits for the answer; old is the
+// cached route, if any, which a failed lookup keeps.
+func (rs *routes) wait(ctx context.Context, topic string, old *topicRoute) (*topicRoute, error) {
 	select {
-	case res := <-rs.load(topic, nil):
+	case res := <-rs.load(topic, old):
 		if res.Err != nil {
 			return nil, res.Err
 		}
@@ -208,6 +265,11 @@ func (rs *routes) fetch(ctx context.Context, topic string) (*topicRoute, error) 
 	for _, bd := range r.route.BrokerDatas {
 		if a, ok := bd.BrokerAddrs[namesrv.MasterID]; ok && a != "" {
 			r.masters[bd.BrokerName] = a
+		}
+	}
+	for _, qd := range r.route.QueueDatas {
+		if _, ok := r.masters[qd.BrokerName]; !ok {
+			r.masterless = true
 		}
 	}
 	r.types = rs.messageTypes(ctx, topic, r)

@@ -144,6 +144,9 @@ func sendAnswer(q writeQueue, resp *remoting.Command, err error) (*rmqpb.SendRes
 // sendOne sends one message to queue q and returns its result entry.
 func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outgoing) (*rmqpb.SendResultEntry, error) {
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendMessageV2, sendHeader(topic, q, &o, false), o.body))
+	if masterRefused(resp, err) {
+		s.routes.refusedBy(topic, q.addr)
+	}
 	e, rh, err := sendAnswer(q, resp, err)
 	if err != nil || rh == nil {
 		return e, err
@@ -212,6 +215,9 @@ func (s *Server) sendBatch(ctx context.Context, topic string, q writeQueue, msgs
 		ids[i] = o.messageID
 	}
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendBatchMessage, sendHeader(topic, q, &outs[0], true), body))
+	if masterRefused(resp, err) {
+		s.routes.refusedBy(topic, q.addr)
+	}
 	e, rh, err := sendAnswer(q, resp, err)
 	if err != nil || rh == nil {
 		return e, err

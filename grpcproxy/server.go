@@ -282,6 +282,20 @@ func plaintextHint(plaintext bool, err error) error {
 	return fmt.Errorf("%w (closed unanswered: a server with tls.server.mode=enforcing closes plaintext connections; set the proxy's tls.enable)", err)
 }
 
+// masterRefused reports whether a master's answer to a request, or the
+// failure to get one, says that the broker may be a master no more: it
+// could not be reached (stopped, or not answering), or it refused the
+// request as a slave does (SYSTEM_BUSY, RocketMQ's rejectRequest) or as
+// a controller-mode broker does while it changes role or a store that
+// is shutting down does (SERVICE_NOT_AVAILABLE). routes.refusedBy takes
+// it from there.
+func masterRefused(resp *remoting.Command, err error) bool {
+	if err != nil {
+		return !errors.Is(err, context.Canceled)
+	}
+	return resp.Code == remoting.SystemBusy || resp.Code == remoting.ServiceNotAvailable
+}
+
 // invokeOneway sends one Remoting request to addr without waiting for an
 // answer; it returns once the request is queued on the connection, or
 // fails when that takes longer than the request timeout.

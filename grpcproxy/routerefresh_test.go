@@ -1,0 +1,156 @@
+package grpcproxy
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// switchingNamesrv is a name server whose answer to route requests the
+// test changes, counting the requests.
+type switchingNamesrv struct {
+	addr  string
+	route atomic.Pointer[string]
+	asked atomic.Int32
+	srv   *remoting.Server
+}
+
+func startSwitchingNamesrv(t *testing.T, route string) *switchingNamesrv {
+	t.Helper()
+	ns := &switchingNamesrv{}
+	ns.route.Store(&route)
+	mux := remoting.NewMux()
+	mux.HandleFunc(remoting.GetRouteInfoByTopic, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		ns.asked.Add(1)
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body = []byte(*ns.route.Load())
+		_ = conn.Reply(req, resp)
+	})
+	ns.srv = remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+	if err := ns.srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.srv.Shutdown(context.Background()) })
+	ns.addr = ns.srv.Addr().String()
+	return ns
+}
+
+// routeOf is a name server's route of one queue on broker-a, whose
+// master is master ("": none).
+func routeOf(master string) string {
+	addrs := `{}`
+	if master != "" {
+		addrs = fmt.Sprintf(`{"0":%q}`, master)
+	}
+	return fmt.Sprintf(`{"brokerDatas":[{"cluster":"C","brokerName":"broker-a","brokerAddrs":%s}],`+
+		`"queueDatas":[{"brokerName":"broker-a","readQueueNums":1,"writeQueueNums":1,"perm":6,"topicSysFlag":0}]}`, addrs)
+}
+
+// testRoutes returns routes asking the name server at nsAddr, whose
+// routes live for an hour.
+func testRoutes(t *testing.T, nsAddr string) *routes {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.NamesrvAddrs = []string{nsAddr}
+	cfg.RouteTTL = time.Hour
+	cfg.RequestTimeout = 2 * time.Second
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	bg := newBackground()
+	t.Cleanup(bg.stop)
+	return newRoutes(pool, &cfg, newNameServers(cfg.NamesrvAddrs), bg)
+}
+
+// masterNow returns broker-a's master in the route get answers.
+func masterNow(t *testing.T, rs *routes, topic string) string {
+	t.Helper()
+	r, err := rs.get(context.Background(), topic)
+	if err != nil {
+		t.Fatalf("route of %s: %v", topic, err)
+	}
+	return r.masters["broker-a"]
+}
+
+// A master that refuses a request as a slave or a switching broker does
+// (routes.refusedBy) has the next call wait for the route to be asked
+// again, long before its TTL: a controller-mode group's new master is
+// reached by the client's retry. A refusal by an address that is not
+// the route's master, or of a route younger than the floor, changes
+// nothing; a lookup that fails keeps the route.
+func TestRouteRefreshedWhenItsMasterRefuses(t *testing.T) {
+	const old, elected = "127.0.0.1:1", "127.0.0.1:2" // nothing listens: no message type read
+	ns := startSwitchingNamesrv(t, routeOf(old))
+	rs := testRoutes(t, ns.addr)
+	rs.floor = 0
+	if m := masterNow(t, rs, "T"); m != old {
+		t.Fatalf("master %q, want %q", m, old)
+	}
+	ns.route.Store(ptr(routeOf(elected)))
+
+	rs.refusedBy("T", "127.0.0.1:3")
+	if m := masterNow(t, rs, "T"); m != old || ns.asked.Load() != 1 {
+		t.Fatalf("after a refusal by a broker that is not the route's master: master %q, name server asked %d times; want %q, once", m, ns.asked.Load(), old)
+	}
+	rs.refusedBy("T", old)
+	if m := masterNow(t, rs, "T"); m != elected || ns.asked.Load() != 2 {
+		t.Fatalf("after its master refused: master %q, name server asked %d times; want %q, twice", m, ns.asked.Load(), elected)
+	}
+	if m := masterNow(t, rs, "T"); m != elected || ns.asked.Load() != 2 {
+		t.Fatalf("the refreshed route was asked again: master %q, name server asked %d times", m, ns.asked.Load())
+	}
+
+	// Within the floor a refusal is not taken.
+	rs.floor = time.Hour
+	ns.route.Store(ptr(routeOf(old)))
+	rs.refusedBy("T", elected)
+	if m := masterNow(t, rs, "T"); m != elected || ns.asked.Load() != 2 {
+		t.Fatalf("a refusal within the floor refreshed the route: master %q, name server asked %d times", m, ns.asked.Load())
+	}
+
+	// The name server gone, the refused route serves on.
+	rs.floor = 0
+	_ = ns.srv.Shutdown(context.Background())
+	rs.refusedBy("T", elected)
+	if m := masterNow(t, rs, "T"); m != elected {
+		t.Fatalf("with no name server the refused route was not kept: master %q", m)
+	}
+}
+
+// A route in which a broker group has no master (its old master
+// registered as a slave before the new one registered as master) is
+// asked again after the floor, not after its TTL.
+func TestRouteWithoutMasterRefreshedSoon(t *testing.T) {
+	ns := startSwitchingNamesrv(t, routeOf(""))
+	rs := testRoutes(t, ns.addr)
+	rs.floor = 0
+	if m := masterNow(t, rs, "T"); m != "" {
+		t.Fatalf("master %q, want none", m)
+	}
+	ns.route.Store(ptr(routeOf("127.0.0.1:2")))
+	deadline := time.Now().Add(20 * time.Second)
+	for masterNow(t, rs, "T") != "127.0.0.1:2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the route without a master was not refreshed in 20 s (TTL an hour); name server asked %d times", ns.asked.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A route with its master lives its TTL.
+	asked := ns.asked.Load()
+	ns.route.Store(ptr(routeOf("127.0.0.1:4")))
+	for range 5 {
+		masterNow(t, rs, "T")
+	}
+	if ns.asked.Load() != asked {
+		t.Fatalf("a route with its master was asked again before its TTL")
+	}
+}
+
+// ptr returns a pointer to a copy of s.
+func ptr(s string) *string { return &s }
