@@ -71,6 +71,8 @@ func startSwitchController(t *testing.T) string {
 // --enable-proxy.
 type switchBroker struct {
 	addr, grpcAddr string
+	// stop stops the broker (once; the test's end stops it otherwise).
+	stop func()
 }
 
 // runSwitchBroker runs bin/broker's run in controller mode with the
@@ -96,18 +98,22 @@ func runSwitchBroker(t *testing.T, ctlAddr, nsAddr string, proxyRouteRefresh int
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("broker %d stopped with %v", port, err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("broker %d stopped with %v", port, err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Errorf("broker %d did not stop within 60 s", port)
 			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("broker %d did not stop within 60 s", port)
-		}
-	})
-	b := switchBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), grpcAddr: fmt.Sprintf("127.0.0.1:%d", grpcPort)}
+		})
+	}
+	t.Cleanup(stop)
+	b := switchBroker{addr: fmt.Sprintf("127.0.0.1:%d", port), grpcAddr: fmt.Sprintf("127.0.0.1:%d", grpcPort), stop: stop}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
@@ -528,4 +534,108 @@ func routeIDs(t *testing.T, pool *remoting.ClientPool, nsAddr, topic string) (na
 		ids[a] = id
 	}
 	return route, ids
+}
+
+// TestEmbeddedProxyFollowsFailover stops the master's process (its
+// proxy with it): the slave's proxy, whose broker the controller elects,
+// keeps its port, its client's connection and telemetry stream, and
+// the client's sends reach the new master once its route is asked
+// again, the ones before refused with a status a client retries (the
+// stopped master cannot be reached: INTERNAL_SERVER_ERROR, as
+// RocketMQ's proxy answers a failed send; or a slave's or a switching
+// broker's refusal).
+func TestEmbeddedProxyFollowsFailover(t *testing.T) {
+	ctlAddr := startSwitchController(t)
+	nsAddr := clustertest.StartNamesrv(t)
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	invoke := func(addr string, code int32, ext map[string]string) *remoting.Command {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := pool.Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
+		if err != nil {
+			t.Fatalf("request %d to %s: %v", code, addr, err)
+		}
+		return resp
+	}
+	const topic = "FailoverTopic"
+	a := runSwitchBroker(t, ctlAddr, nsAddr, 600)
+	waitFor(t, 30*time.Second, "broker a to register as master", func() bool {
+		m, _ := masterOf(t, pool, nsAddr, "DefaultCluster")
+		return m == a.addr
+	})
+	if r := invoke(a.addr, remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "defaultTopic": "TBW102",
+		"readQueueNums": "2", "writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}); r.Code != remoting.Success {
+		t.Fatalf("create %s: code %d %s", topic, r.Code, r.Remark)
+	}
+	b := runSwitchBroker(t, ctlAddr, nsAddr, 600)
+	waitFor(t, 30*time.Second, "broker b to register as a's slave", func() bool {
+		m, s := masterOf(t, pool, nsAddr, topic)
+		return m == a.addr && slices.Equal(s, []string{b.addr})
+	})
+	waitFor(t, 30*time.Second, "broker b to copy the topic from a", func() bool {
+		return invoke(b.addr, remoting.GetTopicConfig, map[string]string{"topic": topic}).Code == remoting.Success
+	})
+
+	cb := newSwitchClient(t, "CB", b.grpcAddr)
+	producer := &rmqpb.Settings{ClientType: rmqpb.ClientType_PRODUCER.Enum(), RequestTimeout: durationpb.New(3 * time.Second),
+		PubSub: &rmqpb.Settings_Publishing{Publishing: &rmqpb.Publishing{Topics: []*rmqpb.Resource{{Name: topic}}}}}
+	tele := cb.telemetry(t, producer)
+	if st := cb.send(t, topic, "before"); st.GetCode() != rmqpb.Code_OK {
+		t.Fatalf("send before the failover: %v", st)
+	}
+
+	stopDial := make(chan struct{})
+	dialDone := make(chan struct{})
+	var dialed, refused atomic.Int64
+	go func() {
+		defer close(dialDone)
+		for {
+			select {
+			case <-stopDial:
+				return
+			default:
+			}
+			conn, err := net.DialTimeout("tcp", b.grpcAddr, time.Second)
+			if err != nil {
+				refused.Add(1)
+			} else {
+				dialed.Add(1)
+				_ = conn.Close()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	a.stop()
+	waitFor(t, 30*time.Second, "the name server to route b as master", func() bool {
+		m, _ := masterOf(t, pool, nsAddr, topic)
+		return m == b.addr
+	})
+	seen := map[rmqpb.Code]int{}
+	waitFor(t, 60*time.Second, "a send through b's proxy after the failover", func() bool {
+		st := cb.send(t, topic, "after")
+		if st.GetCode() == rmqpb.Code_OK {
+			return true
+		}
+		if seen[st.GetCode()]++; seen[st.GetCode()] == 1 {
+			t.Logf("send after the failover: %v", st)
+		}
+		return false
+	})
+	t.Logf("sends refused before one reached the new master: %v", seen)
+	for code := range seen {
+		if code != rmqpb.Code_TOO_MANY_REQUESTS && code != rmqpb.Code_INTERNAL_SERVER_ERROR {
+			t.Errorf("a send after the failover answered %v, which is not what RocketMQ's proxy answers for a master gone, a slave or a switching broker", code)
+		}
+	}
+	close(stopDial)
+	<-dialDone
+	if n := refused.Load(); n > 0 {
+		t.Errorf("%d of %d connections to b's proxy refused across the failover", n, n+dialed.Load())
+	}
+	if n := cb.dials.Load(); n != 1 {
+		t.Errorf("the client connected %d times, want once: its connection was dropped", n)
+	}
+	telemetrySettings(t, tele, producer)
 }
