@@ -154,3 +154,36 @@ func TestRouteWithoutMasterRefreshedSoon(t *testing.T) {
 
 // ptr returns a pointer to a copy of s.
 func ptr(s string) *string { return &s }
+
+// When a refresh finds a broker group's master replaced, the other
+// cached routes naming the old master are asked again at their next
+// call, without a refusal of their own (a topic only received from would
+// otherwise pop from the demoted master until its TTL); routes naming
+// another master are not.
+func TestRouteMasterMovedRefreshesTheOtherRoutes(t *testing.T) {
+	const old, elected = "127.0.0.1:1", "127.0.0.1:2"
+	ns := startSwitchingNamesrv(t, routeOf(old))
+	rs := testRoutes(t, ns.addr)
+	rs.floor = 0
+	for _, topic := range []string{"Sent", "Received"} {
+		if m := masterNow(t, rs, topic); m != old {
+			t.Fatalf("master of %s %q, want %q", topic, m, old)
+		}
+	}
+	ns.route.Store(ptr(routeOf("127.0.0.1:5")))
+	if m := masterNow(t, rs, "Elsewhere"); m != "127.0.0.1:5" {
+		t.Fatalf("master of Elsewhere %q", m)
+	}
+	ns.route.Store(ptr(routeOf(elected)))
+	rs.refusedBy("Sent", old)
+	if m := masterNow(t, rs, "Sent"); m != elected {
+		t.Fatalf("master of the refused topic %q, want %q", m, elected)
+	}
+	asked := ns.asked.Load()
+	if m := masterNow(t, rs, "Received"); m != elected || ns.asked.Load() != asked+1 {
+		t.Fatalf("the other route of the replaced master: master %q, name server asked %d more times; want %q, once", m, ns.asked.Load()-asked, elected)
+	}
+	if m := masterNow(t, rs, "Elsewhere"); m != "127.0.0.1:5" || ns.asked.Load() != asked+1 {
+		t.Fatalf("a route of another master was asked again: master %q", m)
+	}
+}

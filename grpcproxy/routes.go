@@ -221,7 +221,7 @@ func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*
 		if old != nil && !isNotFound(err) {
 			// A name server hiccup: the last route serves one more TTL
 			// before it is refreshed again.
-			stale := &topicRoute{route: old.route, masters: old.masters, types: old.types, at: time.Now()}
+			stale := &topicRoute{route: old.route, masters: old.masters, types: old.types, masterless: old.masterless, at: time.Now()}
 			stale.used.Store(old.used.Load())
 			rs.cache.Add(topic, stale)
 			return stale, nil
@@ -237,7 +237,43 @@ func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*
 		fresh.used.Store(time.Now().UnixNano())
 	}
 	rs.cache.Add(topic, fresh)
+	if old != nil {
+		rs.mastersMoved(topic, old, fresh)
+	}
 	return fresh, nil
+}
+
+// mastersMoved marks the other cached routes that name a master the
+// refresh of topic found replaced (a controller-mode switch, a failover)
+// as refused, so that their next calls ask for them again too: a
+// consumer's receives on a topic the proxy sends nothing to would
+// otherwise go on popping from the demoted master, read-only as a
+// slave pops, until their route's TTL.
+func (rs *routes) mastersMoved(topic string, old, fresh *topicRoute) {
+	moved := map[string]string{} // broker name -> old master address
+	for name, addr := range old.masters {
+		if fresh.masters[name] != addr {
+			moved[name] = addr
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	for _, t := range rs.cache.Keys() {
+		if t == topic {
+			continue
+		}
+		r, ok := rs.cache.Peek(t)
+		if !ok {
+			continue
+		}
+		for name, addr := range moved {
+			if r.masters[name] == addr {
+				r.refused.Store(true)
+				break
+			}
+		}
+	}
 }
 
 // forget drops a cached route, so that the next request asks again (after
