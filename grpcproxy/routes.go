@@ -42,6 +42,11 @@ type topicRoute struct {
 	// the next call waits for the route to be asked again (see
 	// routes.refusedBy).
 	refused atomic.Bool
+	// followsMove is set with refused by mastersMoved: the refresh of a
+	// route marked for another's news does not look through the cache
+	// again (which, for every route of a replaced master, would be a
+	// pass over the cache per route).
+	followsMove atomic.Bool
 }
 
 // writeQueue is one writable queue of a topic on a master.
@@ -237,7 +242,7 @@ func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*
 		fresh.used.Store(time.Now().UnixNano())
 	}
 	rs.cache.Add(topic, fresh)
-	if old != nil {
+	if old != nil && !old.followsMove.Load() {
 		rs.mastersMoved(topic, old, fresh)
 	}
 	return fresh, nil
@@ -269,6 +274,7 @@ func (rs *routes) mastersMoved(topic string, old, fresh *topicRoute) {
 		}
 		for name, addr := range moved {
 			if r.masters[name] == addr {
+				r.followsMove.Store(true)
 				r.refused.Store(true)
 				break
 			}
