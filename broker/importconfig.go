@@ -42,8 +42,14 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 	if _, done, err := db.RocketMQConfigImported(); err != nil || done {
 		return false, err
 	}
-	if err := rmqconfig.CheckPopState(root); err != nil {
+	// RocketMQ's KV POP records (kvStore/) are imported by
+	// importRocketMQPop once the store is open; one that cannot be read
+	// or decoded refuses the store here, before anything is imported.
+	if n, err := rmqconfig.CheckPopState(root); err != nil {
 		return false, fmt.Errorf("import the RocketMQ store %s: %w", root, err)
+	} else if n > 0 {
+		log.Info().Int("messages", n).Str("dir", filepath.Join(root, rmqconfig.KVPopDir)).
+			Msg("the RocketMQ store holds POP messages in flight in its KV POP RocksDB: they are imported once it is open")
 	}
 	// A store of DLedger mode keeps its messages where the CommitLog
 	// does not read: served as it is, its offsets would stand over none.

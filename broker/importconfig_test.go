@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +22,6 @@ import (
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/migrate/cqcompare"
-	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -260,33 +258,6 @@ func TestOpenRocketMQStoreRefusesAnUnreadableConfig(t *testing.T) {
 	mended := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
 	if got := committedOffset(t, mended.client(nil), "GroupA", "TopicA", 0); got != 5 {
 		t.Fatalf("GroupA on TopicA/0 after the mended open: committed %d, want 5", got)
-	}
-}
-
-// A RocketMQ store whose POP messages in flight are in RocketMQ's KV POP
-// RocksDB (kvStore/, here two records written by ldb:
-// migrate/rmqconfig/testdata/kvstore) does not open: rocketkv does not
-// import them, and without them they would never be re-delivered. Once
-// RocketMQ exported them to its revive topic and the directory is moved
-// aside, the store opens.
-func TestOpenRocketMQStoreRefusesKVPopState(t *testing.T) {
-	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
-	kv := filepath.Join(store, rmqconfig.KVPopDir)
-	if err := os.CopyFS(kv, os.DirFS(filepath.Join("..", "migrate", "rmqconfig", "testdata", "kvstore", "inflight"))); err != nil {
-		t.Fatal(err)
-	}
-	err := startError(t, map[string]string{"storePathRootDir": store, "listenPort": "0",
-		"brokerIP1": "127.0.0.1", "mappedFileSizeCommitLog": "16384"})
-	if !errors.Is(err, rmqconfig.ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") ||
-		!strings.Contains(err.Error(), "2 POP messages in flight") {
-		t.Fatalf("start over a store with KV POP state: %v, want the refusal naming exportPopRecord", err)
-	}
-	if err := os.Rename(kv, kv+".exported"); err != nil {
-		t.Fatal(err)
-	}
-	moved := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
-	if got := committedOffset(t, moved.client(nil), "GroupA", "TopicA", 0); got != 5 {
-		t.Fatalf("GroupA on TopicA/0 after kvStore/ was moved aside: committed %d, want 5", got)
 	}
 }
 

@@ -18,8 +18,9 @@ import (
 const parkedPage = 1 << 16
 
 // importRocketMQPop turns the POP in-flight state of an Apache RocketMQ
-// store into pop checkpoints, once, before the pop service starts:
-// RocketMQ's classic POP keeps it as check-point and ack messages in the
+// store into pop checkpoints, once, before the pop service starts. RocketMQ
+// 5's KV POP keeps it as one RocksDB record per message in kvStore/
+// (importKVPop). Its classic POP keeps it as check-point and ack messages in the
 // cluster's revive topic, most of them still parked in the timer topic
 // until their pop's invisible time is nearly over. Without the import a
 // message popped and not acked when the store moved would never be
@@ -28,7 +29,8 @@ const parkedPage = 1 << 16
 // parked in the timer are merged with their acks; what is left unacked
 // becomes a checkpoint the pop service acks (with the clients' receipt
 // handles) and revives like its own. The parked ones are taken out of the
-// timer: nothing reads the revive topic here. The checkpoints, the timer
+// timer: nothing reads the revive topic here. The checkpoints of both,
+// the pop positions importKVPop moves, the timer
 // deletions and the mark that the import is done are one synced batch: a
 // crash before it imports again from scratch, and none after it can keep
 // the checkpoints without their acks' removal (a second import would then
@@ -52,14 +54,18 @@ func (b *Broker) importRocketMQPop() error {
 		return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 	}
 	log := b.component("import")
+	imported := map[popMessage]bool{}
 	for _, tc := range revive {
 		if tc.TopicName != rmqpop.TopicPrefix+b.cfg.BrokerClusterName {
 			log.Info().Str("topic", tc.TopicName).Str("brokerClusterName", b.cfg.BrokerClusterName).
 				Msg("importing the POP state of a revive topic named by another cluster")
 		}
-		if err := b.importReviveTopic(batch, tc.TopicName, tc.QueueCount()); err != nil {
+		if err := b.importReviveTopic(batch, tc.TopicName, tc.QueueCount(), imported); err != nil {
 			return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 		}
+	}
+	if err := b.importKVPop(batch, imported); err != nil {
+		return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 	}
 	if err := batch.MarkRocketMQPopImported(time.Now().UnixMilli()); err != nil {
 		return err
@@ -67,7 +73,9 @@ func (b *Broker) importRocketMQPop() error {
 	return batch.Commit(true)
 }
 
-func (b *Broker) importReviveTopic(batch *kvindex.PopBatch, reviveTopic string, queues int) error {
+// importReviveTopic imports the check-points of one revive topic into
+// batch and notes each message it puts in flight in imported.
+func (b *Broker) importReviveTopic(batch *kvindex.PopBatch, reviveTopic string, queues int, imported map[popMessage]bool) error {
 	log := b.component("import")
 	m := rmqpop.NewMerger()
 	bad := 0
@@ -133,7 +141,7 @@ func (b *Broker) importReviveTopic(batch *kvindex.PopBatch, reviveTopic string, 
 		last := page[len(page)-1]
 		fromMs, fromPhy = last.DeliverMs, last.PhyOffset+1
 	}
-	imported, skipped := 0, 0
+	cks, skipped := 0, 0
 	for _, c := range m.InFlight() {
 		ck := kvindex.Checkpoint{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, CKOffset: c.StartOffset,
 			PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, VisibleAt: c.PopTime + c.InvisibleTime,
@@ -147,12 +155,15 @@ func (b *Broker) importReviveTopic(batch *kvindex.PopBatch, reviveTopic string, 
 				Int64("startOffset", c.StartOffset).Msg("RocketMQ check-point not importable; skipped")
 			continue
 		}
-		imported++
+		cks++
+		for _, off := range c.Offsets {
+			imported[popMessage{c.Group, c.Topic, c.QueueID, off}] = true
+		}
 	}
 	if err := batch.ForgetTimers(taken); err != nil {
 		return err
 	}
-	log.Info().Int("reviveMessages", read).Int("parked", len(taken)).Int("checkpoints", imported).
+	log.Info().Int("reviveMessages", read).Int("parked", len(taken)).Int("checkpoints", cks).
 		Int("skipped", skipped+bad).Msg("imported the POP messages in flight of the RocketMQ store")
 	return nil
 }

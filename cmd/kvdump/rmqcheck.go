@@ -36,8 +36,11 @@ what a rocketkv broker's first open of it would do, without opening it:
   the CommitLog it serves as it is (segments, their size, its offsets),
   the config it imports (topics, groups, consumer offsets, delay-level
   progress, POP request modes, orderly POP batches, the timer's progress),
-  what refuses the store (an unreadable RocksDB config, POP state in RocketMQ's
-  KV POP RocksDB, segments of different sizes), with the way out,
+  the POP messages in flight in RocketMQ 5's KV POP RocksDB (kvStore/),
+  which it imports,
+  what refuses the store (an unreadable RocksDB config, a KV POP RocksDB
+  that cannot be read or holds a record that does not decode, segments
+  of different sizes), with the way out,
   what it warns about and does not carry over (static topics, LMQ offsets,
   BatchCQ and compacted topics),
   what it leaves out or cuts, with counts: the records of topics RocketMQ
@@ -119,6 +122,9 @@ type rocketmqCheck struct {
 	ConfigFiles         []string `json:"configFiles"`
 	configCounts
 	TimerProgress bool `json:"timerProgress"`
+	// KVPopMessages counts the POP messages in flight in RocketMQ 5's KV
+	// POP RocksDB (kvStore/), which the first open imports.
+	KVPopMessages int `json:"kvPopMessages,omitempty"`
 	// Refusals stop the first open; Warnings name what does not move.
 	Refusals []string `json:"refusals,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
@@ -215,8 +221,10 @@ func checkRocketMQ(root, segDir string, lmq bool) (rocketmqCheck, error) {
 			r.reportConsumeQueue(view)
 		}
 	}
-	if err := rmqconfig.CheckPopState(root); err != nil {
+	if n, err := rmqconfig.CheckPopState(root); err != nil {
 		r.Refusals = append(r.Refusals, err.Error())
+	} else {
+		r.KVPopMessages = n
 	}
 	c, err := rmqconfig.ReadWith(root, rmqconfig.ReadOptions{LMQ: lmq})
 	if err != nil {
@@ -633,6 +641,9 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	add("config files: %s", orNone(r.ConfigFiles))
 	add("imported at the first open: %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches (before the import skips the stale ones), %d static topics' queue mappings, timer progress %v",
 		r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes, r.OrderlyBatches, r.StaticTopics, r.TimerProgress)
+	if r.KVPopMessages > 0 {
+		add("imported once the store is open: %d POP messages in flight in RocketMQ's KV POP RocksDB (%s/), revived into their groups' pop-retry topics after their invisible time", r.KVPopMessages, rmqconfig.KVPopDir)
+	}
 	for _, w := range r.Warnings {
 		add("warning: not carried over: %s", w)
 	}

@@ -49,6 +49,22 @@ func TestCheckRocketMQ(t *testing.T) {
 	}
 }
 
+// A store whose POP messages in flight are in RocketMQ's KV POP RocksDB
+// (kvStore/, two records written by ldb) is not refused: the report
+// counts the messages the first open imports.
+func TestCheckRocketMQKVPop(t *testing.T) {
+	store := testutil.CopyStore(t, filepath.Join(testutil.FixturesDir(t), "rocketmq-store-4.9.8", "clean"))
+	if err := os.CopyFS(filepath.Join(store, rmqconfig.KVPopDir), os.DirFS(filepath.Join("..", "..", "migrate", "rmqconfig", "testdata", "kvstore", "inflight"))); err != nil {
+		t.Fatal(err)
+	}
+	out := mustKvdump(t, "--store", store, "check-rocketmq")
+	for _, want := range []string{"2 POP messages in flight in RocketMQ's KV POP RocksDB", "a broker can open this store"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // A store a broker would refuse exits with status 1 and says why and what
 // to do; what the first open would import is counted (the static topics'
 // mappings among it).

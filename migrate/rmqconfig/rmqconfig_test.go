@@ -2,6 +2,7 @@ package rmqconfig
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -355,41 +356,110 @@ func TestReadRequestModes(t *testing.T) {
 	}
 }
 
-// A store with RocketMQ's KV POP state is refused, naming the way out; an
-// absent or empty kvStore/ is not.
+// RocketMQ's KV POP state is read for the import: an absent or empty
+// kvStore/ holds nothing, one that cannot be read is refused naming the
+// way out, and the databases written by ldb (testdata/kvstore/gen.sh)
+// hold their records in flight (one in an SST, one in the WAL) or none
+// once both were acked (deleted, the last deletion in the WAL).
 func TestCheckPopState(t *testing.T) {
 	root := t.TempDir()
-	if err := CheckPopState(root); err != nil {
-		t.Fatalf("no kvStore/: %v", err)
+	if n, err := CheckPopState(root); err != nil || n != 0 {
+		t.Fatalf("no kvStore/: %d %v", n, err)
 	}
 	dir := filepath.Join(root, KVPopDir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckPopState(root); err != nil {
-		t.Fatalf("empty kvStore/: %v", err)
+	if n, err := CheckPopState(root); err != nil || n != 0 {
+		t.Fatalf("empty kvStore/: %d %v", n, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-000005\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckPopState(root); !errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") ||
-		!strings.Contains(err.Error(), "cannot be read") {
+	if _, err := CheckPopState(root); !errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), "exportPopRecord") ||
+		!strings.Contains(err.Error(), "cannot be read") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("kvStore/ with a database that cannot be read: %v", err)
 	}
-	// KV POP databases written by ldb (testdata/kvstore/gen.sh): records
-	// in flight (one in an SST, one in the WAL) refuse the store, naming
-	// their count; the same records acked since (deleted) do not.
-	for name, want := range map[string]string{"inflight": "holds 2 POP messages in flight", "drained": ""} {
+	for name, want := range map[string]int{"inflight": 2, "drained": 0} {
 		root := t.TempDir()
 		if err := os.CopyFS(filepath.Join(root, KVPopDir), os.DirFS(filepath.Join("testdata", "kvstore", name))); err != nil {
 			t.Fatal(err)
 		}
-		err := CheckPopState(root)
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("%s: %v, want no refusal (nothing in flight)", name, err)
-		case want != "" && (!errors.Is(err, ErrRocksDBPopState) || !strings.Contains(err.Error(), want)):
-			t.Errorf("%s: %v, want a refusal with %q", name, err, want)
+		if n, err := CheckPopState(root); err != nil || n != want {
+			t.Errorf("%s: %d records, %v; want %d", name, n, err, want)
+		}
+	}
+}
+
+// A record that does not decode (testdata/kvstore/undecodable: its value
+// cut short, in the WAL) refuses the store, naming the directory, the
+// record's key and the way out: no message in flight is left out.
+func TestCheckPopStateUndecodable(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, KVPopDir)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "kvstore", "undecodable"))); err != nil {
+		t.Fatal(err)
+	}
+	key := PopRecordKey(PopRecord{Group: "GroupA", Topic: "TopicA", QueueID: 1, Offset: 7, VisibleAt: 1700000090000})
+	n, err := CheckPopState(root)
+	if !errors.Is(err, ErrRocksDBPopState) || n != 0 {
+		t.Fatalf("%d records, %v; want a refusal", n, err)
+	}
+	for _, want := range []string{dir, fmt.Sprintf("key %x", key), "does not decode", "exportPopRecord"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q lacks %q", err, want)
+		}
+	}
+}
+
+// The records gen.sh wrote into testdata/kvstore/inflight decode to the
+// values it gave them, in key order (deadline first).
+func TestReadPopState(t *testing.T) {
+	root := t.TempDir()
+	if err := os.CopyFS(filepath.Join(root, KVPopDir), os.DirFS(filepath.Join("testdata", "kvstore", "inflight"))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadPopState(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PopRecord{
+		{Group: "GroupA", Topic: "TopicA", QueueID: 0, Offset: 5, PopTime: 1700000000000, InvisibleTime: 60000, VisibleAt: 1700000060000},
+		{Group: "GroupA", Topic: "TopicA", QueueID: 1, Offset: 7, PopTime: 1700000030000, InvisibleTime: 60000, VisibleAt: 1700000090000},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("records %+v, want %+v", got, want)
+	}
+}
+
+// A record decodes only when its key is the one RocketMQ builds from its
+// value; every other shape is an error saying what is wrong.
+func TestDecodePopRecord(t *testing.T) {
+	r := PopRecord{Group: "cg", Topic: "%RETRY%cg+T", QueueID: 0, Offset: 12, PopTime: 1000, InvisibleTime: 30000,
+		VisibleAt: 31000, RetryFlag: 2, AttemptTimes: 3, AttemptID: "a-1"}
+	value := `{"popTime":1000,"groupId":"cg","topicId":"%RETRY%cg+T","queueId":0,"retryFlag":2,"invisibleTime":30000,"offset":12,"attemptTimes":3,"attemptId":"a-1"}`
+	got, err := DecodePopRecord(PopRecordKey(r), []byte(value))
+	if err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("decoded %+v, %v; want %+v", got, err, r)
+	}
+	other := r
+	other.Offset = 13
+	for name, c := range map[string]struct {
+		key   []byte
+		value string
+		want  string
+	}{
+		"not JSON":         {PopRecordKey(r), `{"popTime":`, "not a PopConsumerRecord"},
+		"no offset":        {PopRecordKey(r), `{"popTime":1000,"groupId":"cg","topicId":"T","queueId":0,"invisibleTime":30000}`, "lacks offset"},
+		"key of another":   {PopRecordKey(other), value, "is not the one its value gives"},
+		"short key":        {[]byte{1, 2}, value, "is not the one its value gives"},
+		"bad retry flag":   {PopRecordKey(r), strings.Replace(value, `"retryFlag":2`, `"retryFlag":7`, 1), "retryFlag 7"},
+		"negative offset":  {PopRecordKey(r), strings.Replace(value, `"offset":12`, `"offset":-1`, 1), "negative"},
+		"empty group":      {PopRecordKey(r), strings.Replace(value, `"groupId":"cg"`, `"groupId":""`, 1), "empty groupId"},
+		"negative attempt": {PopRecordKey(r), strings.Replace(value, `"attemptTimes":3`, `"attemptTimes":-3`, 1), "negative attemptTimes"},
+	} {
+		if _, err := DecodePopRecord(c.key, []byte(c.value)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
 		}
 	}
 }

@@ -9,6 +9,8 @@
 # inflight/: two records, one flushed to an SST and one still in the WAL.
 # drained/: the same two records, both acked since (deleted, the last
 # deletion in the WAL): nothing is in flight.
+# undecodable/: the first record, and one whose value is not a
+# PopConsumerRecord (cut short), in the WAL.
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v ldb >/dev/null || { echo "gen.sh: ldb not found (apt-get install -y rocksdb-tools)" >&2; exit 1; }
@@ -23,18 +25,20 @@ val() { # popTime group topic queueId invisibleTime offset
 k1=$(key 1700000060000 GroupA TopicA 0 5) v1=$(val 1700000000000 GroupA TopicA 0 60000 5)
 k2=$(key 1700000090000 GroupA TopicA 1 7) v2=$(val 1700000030000 GroupA TopicA 1 60000 7)
 
-for d in inflight drained; do
+for d in inflight drained undecodable; do
 	rm -rf "$d" && mkdir "$d"
 	ldb --db="$PWD/$d" --create_if_missing put seed seed >/dev/null
 	ldb --db="$PWD/$d" create_column_family popState >/dev/null
 	ldb --db="$PWD/$d" delete seed >/dev/null
 	ldb --db="$PWD/$d" --hex --column_family=popState put "$k1" "$v1" >/dev/null
+	[ "$d" = undecodable ] && continue
 	ldb --db="$PWD/$d" --hex --column_family=popState put "$k2" "$v2" >/dev/null
 done
+ldb --db="$PWD/undecodable" --hex --column_family=popState put "$k2" "${v2:0:40}" >/dev/null
 ldb --db="$PWD/drained" --hex --column_family=popState delete "$k1" >/dev/null
 ldb --db="$PWD/drained" --hex --column_family=popState delete "$k2" >/dev/null
-for d in inflight drained; do
+for d in inflight drained undecodable; do
 	rm -f "$d"/LOG "$d"/LOG.old.* "$d"/LOCK
 	ls "$d"/OPTIONS-* | sort | head -n -1 | xargs -r rm -f
 done
-du -sh inflight drained
+du -sh inflight drained undecodable
