@@ -18,6 +18,8 @@ import (
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/migrate/rmqconfig"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
 )
 
 // kvPopStore copies the RocketMQ 4.9.8 store fixture and puts into it one
@@ -159,5 +161,49 @@ func TestOpenRocketMQStoreRefusesUndecodableKVPop(t *testing.T) {
 	if !errors.Is(err, rmqconfig.ErrRocksDBPopState) || !strings.Contains(err.Error(), filepath.Join(store, rmqconfig.KVPopDir)) ||
 		!strings.Contains(err.Error(), "does not decode") {
 		t.Fatalf("start over a store with an undecodable KV POP record: %v", err)
+	}
+}
+
+// The records of one KV pop (GroupA's TopicA/2@7 and @8, popped at the
+// same time, not due before 2100) become one checkpoint named by their
+// first offset, which is the start offset RocketMQ put in the pop's
+// receipt handles: a client acks the messages here with the handles
+// RocketMQ gave it, and the group's offset follows its acks. GroupA's
+// pops of the queue go on past them (from 9: RocketMQ's consumer offset,
+// 7, is where that pop read from).
+func TestOpenRocketMQStoreKVPopAckedWithRocketMQHandles(t *testing.T) {
+	const popTime = 4102444800000
+	b := startTestBrokerAt(t, kvPopStore(t, "pending"), map[string]string{"mappedFileSizeCommitLog": "16384"})
+	c := b.client(nil)
+	ck, ok, err := b.db.Pop().Checkpoint("GroupA", "TopicA", 2, 7, popTime)
+	if err != nil || !ok || fmt.Sprint(ck.Offsets) != "[7 8]" || ck.VisibleAt != popTime+60_000 || ck.InvisibleTime != 60_000 {
+		t.Fatalf("the imported checkpoint: %+v %v %v, want offsets [7 8] visible at %d", ck, ok, err, int64(popTime+60_000))
+	}
+	pc := popclient.New(c, b.cfg.BrokerName)
+	var offsets []int64
+	for {
+		res := mustPop(t, pc, popclient.PopRequest{Group: "GroupA", Topic: "TopicA", QueueID: 2, MaxMsgNums: 32, InvisibleTime: time.Minute})
+		if len(res.Messages) == 0 {
+			break
+		}
+		for _, m := range res.Messages {
+			offsets = append(offsets, m.QueueOffset)
+		}
+	}
+	if fmt.Sprint(offsets) != "[9 10 11 12 13 14 15 16 17]" {
+		t.Fatalf("GroupA popped TopicA/2 at %v, want 9 to 17 (7 and 8 are in flight)", offsets)
+	}
+	for _, off := range []int64{7, 8} {
+		h := pop.Handle{CKOffset: 7, PopTime: popTime, InvisibleTime: 60_000, RetryFlag: pop.FlagNormal,
+			BrokerName: b.cfg.BrokerName, QueueID: 2, QueueOffset: off}
+		if code, err := pc.AckHandle(ctx20(t), "GroupA", "TopicA", h); err != nil || code != remoting.Success {
+			t.Fatalf("ack of 2@%d with RocketMQ's handle: %d %v", off, code, err)
+		}
+	}
+	if _, ok, err := b.db.Pop().Checkpoint("GroupA", "TopicA", 2, 7, popTime); err != nil || ok {
+		t.Fatalf("after the acks the checkpoint is still there (%v)", err)
+	}
+	if got := committedOffset(t, c, "GroupA", "TopicA", 2); got != 9 {
+		t.Fatalf("GroupA's offset of TopicA/2 after its acks is %d, want 9 (the smallest offset in flight)", got)
 	}
 }

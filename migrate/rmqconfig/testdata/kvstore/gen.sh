@@ -11,6 +11,8 @@
 # deletion in the WAL): nothing is in flight.
 # undecodable/: the first record, and one whose value is not a
 # PopConsumerRecord (cut short), in the WAL.
+# pending/: one pop of GroupA's TopicA/2 in 2100 (not due for a long
+# while), offsets 7 and 8.
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v ldb >/dev/null || { echo "gen.sh: ldb not found (apt-get install -y rocksdb-tools)" >&2; exit 1; }
@@ -24,21 +26,26 @@ val() { # popTime group topic queueId invisibleTime offset
 }
 k1=$(key 1700000060000 GroupA TopicA 0 5) v1=$(val 1700000000000 GroupA TopicA 0 60000 5)
 k2=$(key 1700000090000 GroupA TopicA 1 7) v2=$(val 1700000030000 GroupA TopicA 1 60000 7)
+k3=$(key 4102444860000 GroupA TopicA 2 7) v3=$(val 4102444800000 GroupA TopicA 2 60000 7)
+k4=$(key 4102444860000 GroupA TopicA 2 8) v4=$(val 4102444800000 GroupA TopicA 2 60000 8)
 
-for d in inflight drained undecodable; do
+for d in inflight drained undecodable pending; do
 	rm -rf "$d" && mkdir "$d"
 	ldb --db="$PWD/$d" --create_if_missing put seed seed >/dev/null
 	ldb --db="$PWD/$d" create_column_family popState >/dev/null
 	ldb --db="$PWD/$d" delete seed >/dev/null
+	[ "$d" = pending ] && continue
 	ldb --db="$PWD/$d" --hex --column_family=popState put "$k1" "$v1" >/dev/null
 	[ "$d" = undecodable ] && continue
 	ldb --db="$PWD/$d" --hex --column_family=popState put "$k2" "$v2" >/dev/null
 done
 ldb --db="$PWD/undecodable" --hex --column_family=popState put "$k2" "${v2:0:40}" >/dev/null
+ldb --db="$PWD/pending" --hex --column_family=popState put "$k3" "$v3" >/dev/null
+ldb --db="$PWD/pending" --hex --column_family=popState put "$k4" "$v4" >/dev/null
 ldb --db="$PWD/drained" --hex --column_family=popState delete "$k1" >/dev/null
 ldb --db="$PWD/drained" --hex --column_family=popState delete "$k2" >/dev/null
-for d in inflight drained undecodable; do
+for d in inflight drained undecodable pending; do
 	rm -f "$d"/LOG "$d"/LOG.old.* "$d"/LOCK
 	ls "$d"/OPTIONS-* | sort | head -n -1 | xargs -r rm -f
 done
-du -sh inflight drained undecodable
+du -sh inflight drained undecodable pending
