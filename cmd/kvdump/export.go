@@ -50,7 +50,9 @@ its timer takes in rmq_sys_wheel_timer after what rocketkv delivered, and
 RocketMQ's own timerlog/ and timerwheel from before the store came to
 rocketkv are renamed *.before-rocketkv-export (left, with a warning, when
 --out points elsewhere): from them RocketMQ would deliver old timer
-messages again.
+messages again. So is its KV POP RocksDB (kvStore/), whose messages in
+flight the first open took over: RocketMQ's KV POP would revive them
+again.
 
 State RocketMQ cannot take over stops the export unless --force is given:
 the messages kept for compacted topics (RocketMQ serves those topics from
@@ -149,7 +151,7 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 	if err := rmqconfig.WriteTimerCheckpoint(dir, time.Now().UnixMilli(), timerFrom, version); err != nil {
 		return err
 	}
-	moved, leftover, err := moveTimerFilesAside(s.root, dir == filepath.Join(s.root, "config"))
+	moved, leftover, err := moveStaleFilesAside(s.root, dir == filepath.Join(s.root, "config"))
 	if err != nil {
 		return err
 	}
@@ -291,28 +293,40 @@ func timerTakeInFrom(s *store, firstParked int64) (int64, error) {
 	return min(m.QueueOffset, end), nil
 }
 
-// moveTimerFilesAside renames RocketMQ's timerlog/ and timerwheel (from
+// staleFiles are the files of RocketMQ's own from before the store came
+// to rocketkv that it would act on again after an export, with what it
+// would do.
+var staleFiles = []struct{ name, why string }{
+	{"timerlog", "its timer would deliver old timer messages again"},
+	{"timerwheel", "its timer would deliver old timer messages again"},
+	// The KV POP records rocketkv imported at its first open (or none):
+	// RocketMQ's KV POP revive would deliver those messages again.
+	{rmqconfig.KVPopDir, "its KV POP would revive the messages in flight rocketkv took over at its first open again"},
+}
+
+// moveStaleFilesAside renames RocketMQ's timerlog/ and timerwheel (from
 // before the store came to rocketkv) so that RocketMQ's timer starts from
-// the exported checkpoint instead of revising it from them. When the
-// export went elsewhere than the store's config/, it leaves them and
-// warns instead.
-func moveTimerFilesAside(root string, inStore bool) (moved, warnings []string, err error) {
-	for _, name := range []string{"timerlog", "timerwheel"} {
-		path := filepath.Join(root, name)
+// the exported checkpoint instead of revising it from them, and its KV
+// POP RocksDB (kvStore/), whose records rocketkv imported, so that
+// RocketMQ's KV POP starts empty. When the export went elsewhere than the
+// store's config/, it leaves them and warns instead.
+func moveStaleFilesAside(root string, inStore bool) (moved, warnings []string, err error) {
+	for _, f := range staleFiles {
+		path := filepath.Join(root, f.name)
 		if _, serr := os.Stat(path); errors.Is(serr, fs.ErrNotExist) {
 			continue
 		} else if serr != nil {
 			return nil, nil, fmt.Errorf("look for RocketMQ's %s: %w", path, serr)
 		}
 		if !inStore {
-			warnings = append(warnings, fmt.Sprintf("move %s aside before Apache RocketMQ starts on the store: its timer would deliver old timer messages again", path))
+			warnings = append(warnings, fmt.Sprintf("move %s aside before Apache RocketMQ starts on the store: %s", path, f.why))
 			continue
 		}
 		aside := path + ".before-rocketkv-export"
 		if err := os.Rename(path, aside); err != nil {
 			return nil, nil, fmt.Errorf("move RocketMQ's %s aside: %w", path, err)
 		}
-		moved = append(moved, name+" to "+aside)
+		moved = append(moved, f.name+" to "+aside)
 	}
 	return moved, warnings, nil
 }

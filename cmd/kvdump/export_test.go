@@ -129,8 +129,13 @@ func TestExportRocketMQConfig(t *testing.T) {
 	exportSend(t, c, "ExpTimer", "later", "TIMER_DELAY_MS\x01100\x02")
 	waitQueueEnd(t, c, "ExpTimer", 1) // the timer message delivered
 	stopBroker(t, b)
-	// What RocketMQ's own timer left before the store came to rocketkv.
+	// What RocketMQ's own timer left before the store came to rocketkv,
+	// and its KV POP RocksDB, whose records a first open took over (here
+	// two still in flight, as ldb wrote them).
 	if err := os.MkdirAll(filepath.Join(store, "timerlog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(store, rmqconfig.KVPopDir), os.DirFS(filepath.Join("..", "..", "migrate", "rmqconfig", "testdata", "kvstore", "inflight"))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -170,6 +175,9 @@ func TestExportRocketMQConfig(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(store, "timerlog.before-rocketkv-export")); err != nil || !strings.Contains(out, "moved RocketMQ's stale timerlog") {
 		t.Fatalf("the stale timerlog was not moved aside: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(store, rmqconfig.KVPopDir+".before-rocketkv-export", "CURRENT")); err != nil || !strings.Contains(out, "moved RocketMQ's stale kvStore") {
+		t.Fatalf("the stale kvStore/ was not moved aside: %v\n%s", err, out)
 	}
 
 	// Open it as a RocketMQ store: RocketMQ's consumequeue/ serving, the
