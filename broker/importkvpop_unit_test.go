@@ -23,8 +23,8 @@ func TestKVPopCheckpoints(t *testing.T) {
 	failed.AttemptTimes = 2
 	records := []rmqconfig.PopRecord{
 		rec("T", 0, 3, 100), rec("T", 0, 4, 100), rec("T", 0, 6, 100), changed,
-		rec("T", 0, 7, 200),                                 // imported from the revive topic already
-		failed,                                              // the same pop time, another attempt count: a checkpoint of its own
+		rec("T", 0, 7, 200), // imported from the revive topic already
+		failed,              // the same pop time, another attempt count: a checkpoint of its own
 		rec("%RETRY%g+T", 0, 2, 100), rec("%RETRY%g_T", 0, 5, 100),
 		rec("T", 2, 1, 100), rec("T", 2, 1+kvindex.MaxCheckpointSpan, 100),
 	}
