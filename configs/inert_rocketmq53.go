@@ -88,7 +88,7 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("popCkStayBufferTime", "POP checkpoints are written to the index before the pop is answered; none stays in a buffer"),
 	inertInt[Broker]("popCkStayBufferTimeOut", "POP checkpoints are written to the index before the pop is answered; none stays in a buffer"),
 	inertBool[Broker]("popConsumerFSServiceInit", "rocketkv has one POP service, its state in the index, which always runs and revives; there is no revive-topic service to leave out"),
-	inertBool[Broker]("popConsumerKVServiceEnable", "POP state is always kept in rocketkv's index (one checkpoint per pop); there is no choice between revive-topic and RocksDB POP stores. A RocketMQ store whose kvStore/ holds POP records is refused at first open until exported"),
+	inertBool[Broker]("popConsumerKVServiceEnable", "POP state is always kept in rocketkv's index (one checkpoint per pop); there is no choice between revive-topic and RocksDB POP stores. A RocketMQ store whose kvStore/ holds POP records has them imported at first open as checkpoints"),
 	inertBool[Broker]("popConsumerKVServiceInit", "POP state is always kept in rocketkv's index; there is no RocksDB POP service to create"),
 	inertBool[Broker]("popConsumerKVServiceLog", "no separate POP operation log"),
 	inertInt[Broker]("popPollingMapSize", "held pops are bounded by maxPopPollingSize in total and popPollingSize per queue; the polling keys need no bound of their own"),

@@ -182,8 +182,10 @@
 //	                                           undelivered; written in the dispatch batch of
 //	                                           that record, deleted once the hold is lifted
 //	"rmqPopImported" value: ms int64           when that store's POP in-flight state (the
-//	                                           check-points and acks of its revive topic)
-//	                                           became pop checkpoints (0x55/0x56)
+//	                                           check-points and acks of its revive topic,
+//	                                           and the records of its KV POP kvStore/)
+//	                                           became pop checkpoints (0x55/0x56), in the
+//	                                           batch that wrote them
 //	"popRollback" value: from int64 | at int64 | topic
 //	                                           the last POP_ROLLBACK wrote the checkpoints in
 //	                                           flight as of at (ms) to queue 0 of the revive
