@@ -210,13 +210,15 @@ func controllerKillKeepsGroup(t *testing.T, inNamesrv bool) {
 }
 
 // startControllerModeGroup starts two controller-mode brokers of one
-// group under the controller at caddr, with quick heartbeats and HA, and
-// waits until the first runs as master and the second as its slave.
-func startControllerModeGroup(t *testing.T, ns *namesrv, caddr string) (master, slave *brokerProc) {
+// group under the controller at caddr, with quick heartbeats and HA and
+// the settings of more, and waits until the first runs as master and the
+// second as its slave.
+func startControllerModeGroup(t *testing.T, ns *namesrv, caddr string, more ...string) (master, slave *brokerProc) {
 	t.Helper()
 	sets := append([]string{"enableControllerMode=true", "controllerAddr=" + caddr,
 		"brokerHeartbeatInterval=200", "controllerHeartBeatTimeoutMills=1500",
 		"syncBrokerMetadataPeriod=300", "checkSyncStateSetPeriod=300"}, fastHA...)
+	sets = append(sets, more...)
 	master = startBroker(t, ns, brokerOpts{sets: sets})
 	master.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
 	slave = startBroker(t, ns, brokerOpts{sets: sets})
