@@ -172,11 +172,13 @@ func controllerKillKeepsGroup(t *testing.T, inNamesrv bool) {
 	// up: from then on the slave is a candidate of any election.
 	var masterID, epoch, setEpoch string
 	waitUntil(t, 30*time.Second, "the slave in the sync state set", func() bool {
-		r, err := rawInvoke(caddr, 1004, map[string]string{"brokerName": "broker-a"}, nil)
-		if err != nil || r.Code != 0 || !strings.Contains(string(r.Body), ",") {
+		if _, ok := groupInSync(caddr); !ok {
 			return false
 		}
-		var alive int
+		var (
+			alive int
+			err   error
+		)
 		masterID, epoch, setEpoch, alive, err = controllerGroup(caddr)
 		return err == nil && alive == 2
 	})
