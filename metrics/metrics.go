@@ -369,6 +369,10 @@ type Broker struct {
 	topicCreate *prometheus.HistogramVec
 	groupCreate *prometheus.HistogramVec
 	rpc         *rpcSeries
+	// sources are what the gauges read (Rebind, Detach), and layout
+	// what New registered for them.
+	sources bound
+	layout  layout
 }
 
 // The shapes of Broker.out.
@@ -465,12 +469,13 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	// unseen, but for the POP ones, which count nothing (RocketMQ
 	// creates its POP instruments only under enablePopMetrics).
 	off := src.Off
+	src = prepare(src)
+	m.layout = layoutOf(labels, &src, names)
+	m.sources.set(&src)
 	m.reg.MustRegister(toDLQ)
 	m.popOff = off.Pop
 	if !off.Pop {
 		m.reg.MustRegister(popReviveIn, popReviveOut, popRetryTotal)
-	} else {
-		src.PopRevive = nil
 	}
 	if !off.Request {
 		m.reg.MustRegister(messagesIn, throughputIn, messageSize, m.topicCreate, m.groupCreate,
@@ -485,63 +490,88 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	if !off.Remoting {
 		m.reg.MustRegister(rpc)
 	}
-	gauge := func(name, help string, f func() float64) {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: c}, f))
+	// The gauges read the sources bound at each scrape (bound), which
+	// Rebind replaces and Detach takes away; the layout says which
+	// they are.
+	has := func(bit uint32) bool { return m.layout.has&bit != 0 }
+	gauge := func(bit uint32, name, help string, cl prometheus.Labels, f func(s *Sources) int64) {
+		if !has(bit) {
+			return
+		}
+		m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(name, help, nil, cl), f: func() (v int64, ok bool) {
+			ok = m.sources.read(func(s *Sources) bool { v = f(s); return true })
+			return v, ok
+		}})
 	}
-	if f := src.BrokerPermission; f != nil && !off.Stats {
-		gauge(names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", func() float64 { return float64(f()) })
+	maybe := func(bit uint32, name, help string, f func(s *Sources) (int64, bool)) {
+		if !has(bit) {
+			return
+		}
+		m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(name, help, nil, sc), f: func() (v int64, ok bool) {
+			m.sources.read(func(s *Sources) bool { v, ok = f(s); return ok })
+			return v, ok
+		}})
 	}
-	if f := src.TopicCount; f != nil && !off.Stats {
-		gauge(names.Name(TopicNumber), "Topics of the broker.", func() float64 { return float64(f()) })
-	}
-	if f := src.ConsumerGroupCount; f != nil && !off.Stats {
-		gauge(names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", func() float64 { return float64(f()) })
-	}
-	if off.Store {
-		src.DispatchBehindBytes, src.FlushBehindBytes, src.StorageSize, src.MessageReserveMillis, src.Timers = nil, nil, nil, nil, nil
-	}
-	if off.Connection {
-		src.Producers, src.Consumers = nil, nil
-	}
-	storeGauge := func(name, help string, f func() float64) {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: sc}, f))
-	}
-	if f := src.DispatchBehindBytes; f != nil {
-		storeGauge(names.Name(StorageDispatchBehind), "CommitLog bytes not yet indexed.", func() float64 { return float64(f()) })
-	}
-	if f := src.FlushBehindBytes; f != nil {
-		storeGauge(names.Name(StorageFlushBehind), "CommitLog bytes not yet flushed to disk.", func() float64 { return float64(f()) })
-	}
-	if f := src.StorageSize; f != nil {
-		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(names.Name(StorageSize),
-			"Bytes used on the file system that holds the store (its size minus its free bytes).", nil, sc)})
-	}
-	if f := src.MessageReserveMillis; f != nil {
-		m.reg.MustRegister(&maybeGauge{f: f, desc: prometheus.NewDesc(names.Name(StorageReserveTime),
-			"Milliseconds since the oldest message still stored was stored.", nil, sc)})
-	}
-	if src.Producers != nil || src.Consumers != nil {
-		m.reg.MustRegister(&connections{src: src,
+	// A source a Rebind left out (nil) reads as none: the gauge is left
+	// out of the scrape.
+	gauge(hasPermission, names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", c,
+		func(s *Sources) int64 { return int64(s.BrokerPermission()) })
+	gauge(hasTopics, names.Name(TopicNumber), "Topics of the broker.", c, func(s *Sources) int64 { return int64(s.TopicCount()) })
+	gauge(hasGroups, names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", c,
+		func(s *Sources) int64 { return int64(s.ConsumerGroupCount()) })
+	gauge(hasDispatch, names.Name(StorageDispatchBehind), "CommitLog bytes not yet indexed.", sc,
+		func(s *Sources) int64 { return s.DispatchBehindBytes() })
+	gauge(hasFlush, names.Name(StorageFlushBehind), "CommitLog bytes not yet flushed to disk.", sc,
+		func(s *Sources) int64 { return s.FlushBehindBytes() })
+	maybe(hasSize, names.Name(StorageSize), "Bytes used on the file system that holds the store (its size minus its free bytes).",
+		func(s *Sources) (int64, bool) { return s.StorageSize() })
+	maybe(hasReserve, names.Name(StorageReserveTime), "Milliseconds since the oldest message still stored was stored.",
+		func(s *Sources) (int64, bool) { return s.MessageReserveMillis() })
+	if has(hasProducers) || has(hasConsumers) {
+		m.reg.MustRegister(&connections{src: &m.sources,
 			producers: prometheus.NewDesc(names.Name(ProducerConnections), "Live producer clients.",
 				[]string{"language", "version", "protocol_type"}, c),
 			consumers: prometheus.NewDesc(names.Name(ConsumerConnections), "Live consumer clients.",
 				[]string{"consumer_group", "language", "version", "consume_mode", "protocol_type", "is_system"}, c),
 		})
 	}
-	if f := src.HalfMessages; f != nil && !off.Transaction {
-		m.reg.MustRegister(&topicGauge{src: f, desc: prometheus.NewDesc(names.Name(HalfMessages),
-			"Transactions not yet ended (their half messages), by the topic their message is sent to.", []string{"topic"}, c)})
+	if has(hasHalf) {
+		m.reg.MustRegister(&topicGauge{desc: prometheus.NewDesc(names.Name(HalfMessages),
+			"Transactions not yet ended (their half messages), by the topic their message is sent to.", []string{"topic"}, c),
+			src: func() (rows []TopicMessages) {
+				m.sources.read(func(s *Sources) bool {
+					if s.HalfMessages != nil {
+						rows = s.HalfMessages()
+					}
+					return true
+				})
+				return rows
+			}})
 	}
-	if f := src.Diverged; f != nil {
-		gauge(HADiverged, "1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", func() float64 {
-			if f() {
-				return 1
-			}
-			return 0
-		})
+	if has(hasDiverged) {
+		m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(HADiverged,
+			"1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", nil, c),
+			f: func() (v int64, ok bool) {
+				m.sources.read(func(s *Sources) bool {
+					if ok = s.Diverged != nil; ok && s.Diverged() {
+						v = 1
+					}
+					return ok
+				})
+				return v, ok
+			}})
 	}
-	if src.Timers != nil {
-		m.reg.MustRegister(&timerGauges{src: src.Timers,
+	if has(hasTimers) {
+		m.reg.MustRegister(&timerGauges{
+			src: func() (c TimerCensus, ok bool) {
+				m.sources.read(func(s *Sources) bool {
+					if s.Timers != nil {
+						c, ok = s.Timers()
+					}
+					return ok
+				})
+				return c, ok
+			},
 			enqueueLag: prometheus.NewDesc(names.Name(TimerEnqueueLag), "Timer messages stored and not yet indexed by the timer.", nil, sc),
 			enqueueLatency: prometheus.NewDesc(names.Name(TimerEnqueueLatency),
 				"Milliseconds the oldest timer message not yet indexed has waited; with none, since the last one indexed was stored, within 2 s of its indexing.", nil, sc),
@@ -551,18 +581,36 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 			snapshot: prometheus.NewDesc(names.Name(TimerMessageSnapshot), "Timer messages due within each bound (seconds ahead) past the one before.", []string{"timer_bound_s"}, sc),
 		})
 	}
-	if src.PopRevive != nil {
+	if has(hasRevive) {
 		byQueue := []string{"queue_id"}
-		m.reg.MustRegister(&reviveGauges{src: src.PopRevive,
+		m.reg.MustRegister(&reviveGauges{
+			src: func() (r ReviveBacklog, ok bool) {
+				m.sources.read(func(s *Sources) bool {
+					if ok = s.PopRevive != nil; ok {
+						r = s.PopRevive()
+					}
+					return ok
+				})
+				return r, ok
+			},
 			lag: prometheus.NewDesc(names.Name(PopReviveLag),
 				"POP checkpoints due and not yet revived (a count, though RocketMQ declares the unit milliseconds).", byQueue, c),
 			latency: prometheus.NewDesc(names.Name(PopReviveLatency),
 				"Milliseconds the earliest POP checkpoint due and not yet revived has waited.", byQueue, c),
 		})
 	}
-	if src.Lags != nil {
+	if has(hasLags) {
 		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
-		m.reg.MustRegister(&lags{src: src.Lags,
+		m.reg.MustRegister(&lags{
+			src: func() (rows []Lag) {
+				m.sources.read(func(s *Sources) bool {
+					if s.Lags != nil {
+						rows = s.Lags()
+					}
+					return true
+				})
+				return rows
+			},
 			messages: prometheus.NewDesc(names.Name(ConsumerLagMessages), "Messages past the group's committed offsets.", labels, c),
 			latency: prometheus.NewDesc(names.Name(ConsumerLagLatency),
 				"Milliseconds since the oldest message past the group's committed offsets was stored.", labels, c),
@@ -645,7 +693,7 @@ func (g *topicGauge) Collect(ch chan<- prometheus.Metric) {
 
 // reviveGauges collects the POP revive gauges at each scrape.
 type reviveGauges struct {
-	src          func() ReviveBacklog
+	src          func() (ReviveBacklog, bool)
 	lag, latency *prometheus.Desc
 }
 
@@ -655,7 +703,10 @@ func (g *reviveGauges) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (g *reviveGauges) Collect(ch chan<- prometheus.Metric) {
-	r := g.src()
+	r, ok := g.src()
+	if !ok {
+		return
+	}
 	ch <- prometheus.MustNewConstMetric(g.lag, prometheus.GaugeValue, float64(r.Due), "0")
 	ch <- prometheus.MustNewConstMetric(g.latency, prometheus.GaugeValue, float64(r.BehindMillis), "0")
 }
@@ -906,7 +957,7 @@ func (m *Broker) GroupCreated(ok bool, took time.Duration) {
 
 // connections collects the connection gauges from Sources at each scrape.
 type connections struct {
-	src                  Sources
+	src                  *bound
 	producers, consumers *prometheus.Desc
 }
 
@@ -916,20 +967,28 @@ func (c *connections) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *connections) Collect(ch chan<- prometheus.Metric) {
-	if c.src.Producers != nil {
-		rows := c.src.Producers()
-		seen := newLabelSet(rows)
-		for _, p := range rows {
+	var producers, consumers []Connection
+	c.src.read(func(s *Sources) bool {
+		if s.Producers != nil {
+			producers = s.Producers()
+		}
+		if s.Consumers != nil {
+			consumers = s.Consumers()
+		}
+		return true
+	})
+	if len(producers) > 0 {
+		seen := newLabelSet(producers)
+		for _, p := range producers {
 			vals := []string{label(p.Language), label(p.Version), "remoting"}
 			if seen.add(vals) {
 				ch <- prometheus.MustNewConstMetric(c.producers, prometheus.GaugeValue, float64(p.Count), vals...)
 			}
 		}
 	}
-	if c.src.Consumers != nil {
-		rows := c.src.Consumers()
-		seen := newLabelSet(rows)
-		for _, p := range rows {
+	if len(consumers) > 0 {
+		seen := newLabelSet(consumers)
+		for _, p := range consumers {
 			vals := []string{label(p.Group), label(p.Language), label(p.Version), label(p.ConsumeMode), "remoting",
 				strconv.FormatBool(p.System)}
 			if seen.add(vals) {

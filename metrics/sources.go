@@ -1,0 +1,151 @@
+package metrics
+
+import (
+	"maps"
+	"slices"
+	"sync"
+)
+
+// bound holds the Sources a Broker's gauges read at a scrape, which a
+// controller-mode broker hands from the Broker it stops at a role switch
+// to the one it starts (Rebind), so that its counters and histograms
+// live on: RocketMQ keeps one BrokerMetricsManager across a role change.
+// A Broker stopping detaches its sources (Detach) before it closes its
+// stores; until the next Broker rebinds, the gauges report nothing.
+//
+// The counters and histograms the processors feed never take its lock:
+// only a scrape's gauges do, to read the sources.
+type bound struct {
+	mu  sync.RWMutex
+	src *Sources // nil: detached
+}
+
+// read calls f with the sources bound, under the read lock, so that
+// Detach waits for the reads in progress; it returns false when none
+// are bound.
+func (b *bound) read(f func(s *Sources) bool) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.src == nil {
+		return false
+	}
+	return f(b.src)
+}
+
+// set binds src (nil detaches), once the reads in progress returned.
+func (b *bound) set(src *Sources) {
+	b.mu.Lock()
+	b.src = src
+	b.mu.Unlock()
+}
+
+// The sources a layout records, one bit each (layout.has).
+const (
+	hasPermission = 1 << iota
+	hasTopics
+	hasGroups
+	hasProducers
+	hasConsumers
+	hasDispatch
+	hasFlush
+	hasSize
+	hasReserve
+	hasLags
+	hasTimers
+	hasRevive
+	hasHalf
+	hasDiverged
+)
+
+// layout is what New registers for a set of constant labels, names and
+// sources: two Brokers of one layout serve the same metrics.
+type layout struct {
+	labels string
+	names  Naming
+	off    Families
+	limit  int
+	has    uint32
+}
+
+// layoutOf is the layout of New(labels, src, names), src as prepare
+// returned it.
+func layoutOf(labels map[string]string, src *Sources, names Naming) layout {
+	var l string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		l += k + "\xff" + labels[k] + "\xff"
+	}
+	var has uint32
+	for bit, on := range map[uint32]bool{
+		hasPermission: src.BrokerPermission != nil, hasTopics: src.TopicCount != nil,
+		hasGroups: src.ConsumerGroupCount != nil, hasProducers: src.Producers != nil,
+		hasConsumers: src.Consumers != nil, hasDispatch: src.DispatchBehindBytes != nil,
+		hasFlush: src.FlushBehindBytes != nil, hasSize: src.StorageSize != nil,
+		hasReserve: src.MessageReserveMillis != nil, hasLags: src.Lags != nil,
+		hasTimers: src.Timers != nil, hasRevive: src.PopRevive != nil,
+		hasHalf: src.HalfMessages != nil, hasDiverged: src.Diverged != nil,
+	} {
+		if on {
+			has |= bit
+		}
+	}
+	limit := src.CardinalityLimit
+	if limit <= 0 {
+		limit = DefaultCardinalityLimit
+	}
+	return layout{labels: l, names: names, off: src.Off, limit: limit, has: has}
+}
+
+// prepare leaves out of src the sources of the families src.Off turns
+// off, whose gauges New does not register.
+func prepare(src Sources) Sources {
+	off := src.Off
+	if off.Pop {
+		src.PopRevive = nil
+	}
+	if off.Stats {
+		src.BrokerPermission, src.TopicCount, src.ConsumerGroupCount = nil, nil, nil
+	}
+	if off.Store {
+		src.DispatchBehindBytes, src.FlushBehindBytes, src.StorageSize, src.MessageReserveMillis, src.Timers = nil, nil, nil, nil, nil
+	}
+	if off.Connection {
+		src.Producers, src.Consumers = nil, nil
+	}
+	if off.Transaction {
+		src.HalfMessages = nil
+	}
+	return src
+}
+
+// Rebind makes m's gauges read src from now on, in place of the sources
+// bound (New's, or the last Rebind's), for a broker that replaces the
+// one m was built for and keeps its counters and histograms. It reports
+// false, and changes nothing, when New(labels, src, names) would serve
+// other metrics than m (other labels, names, families or cardinality
+// limit, or a gauge m has not registered): the caller then builds a
+// new Broker. A source m has a gauge for and src lacks leaves that gauge
+// out of the scrapes. src.Log is not read: m keeps New's.
+func (m *Broker) Rebind(labels map[string]string, src Sources, names Naming) bool {
+	if m == nil {
+		return false
+	}
+	src = prepare(src)
+	l := layoutOf(labels, &src, names)
+	if l.labels != m.layout.labels || l.names != m.layout.names || l.off != m.layout.off ||
+		l.limit != m.layout.limit || l.has&^m.layout.has != 0 {
+		return false
+	}
+	m.sources.set(&src)
+	return true
+}
+
+// Detach stops m's gauges reading the sources bound, once the reads in
+// progress returned: a broker detaches its sources before it closes
+// what they read. Until the next Rebind a scrape shows m's counters and
+// histograms and none of the gauges read from the sources.
+func (m *Broker) Detach() {
+	if m == nil {
+		return
+	}
+	m.sources.set(nil)
+}

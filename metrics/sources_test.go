@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// A Broker rebound to another broker's sources keeps its counters and
+// reads the new sources' gauges; detached, it shows its counters and no
+// gauge read from sources, and a scrape never reads a detached source.
+func TestRebindKeepsCountersAndDetachStopsReads(t *testing.T) {
+	labels := map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}
+	var closed atomic.Bool // the first sources' store is closed
+	first := Sources{
+		BrokerPermission: func() int {
+			if closed.Load() {
+				t.Error("a scrape read a detached source")
+			}
+			return 6
+		},
+		Diverged: func() bool { return true },
+	}
+	m := New(labels, first, UnitSuffixed)
+	m.In("t", TypeNormal, false, 3, 300)
+	out := scrape(t, m)
+	for _, want := range []string{`rocketmq_broker_permission{cluster="c1",node_id="b",node_type="broker"} 6`,
+		`rocketkv_ha_diverged{cluster="c1",node_id="b",node_type="broker"} 1`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("scrape lacks %s:\n%s", want, out)
+		}
+	}
+	m.Detach()
+	closed.Store(true)
+	out = scrape(t, m)
+	if strings.Contains(out, "rocketmq_broker_permission{") || strings.Contains(out, "rocketkv_ha_diverged{") {
+		t.Fatalf("detached gauges are scraped:\n%s", out)
+	}
+	in := `rocketmq_messages_in_total{cluster="c1",is_system="false",message_type="normal",node_id="b",node_type="broker",topic="t"} 3`
+	if !strings.Contains(out, in) {
+		t.Fatalf("detached scrape lacks %s:\n%s", in, out)
+	}
+	// The next broker: a master, without Diverged.
+	if !m.Rebind(labels, Sources{BrokerPermission: func() int { return 4 }}, UnitSuffixed) {
+		t.Fatal("Rebind refused sources of the same layout")
+	}
+	m.In("t", TypeNormal, false, 2, 200)
+	out = scrape(t, m)
+	for _, want := range []string{`rocketmq_broker_permission{cluster="c1",node_id="b",node_type="broker"} 4`,
+		`rocketmq_messages_in_total{cluster="c1",is_system="false",message_type="normal",node_id="b",node_type="broker",topic="t"} 5`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("rebound scrape lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "rocketkv_ha_diverged{") {
+		t.Fatalf("a gauge whose source the rebind left out is scraped:\n%s", out)
+	}
+}
+
+// Rebind refuses sources New would serve other metrics for.
+func TestRebindRefusesAnotherLayout(t *testing.T) {
+	labels := map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}
+	perm := func() int { return 6 }
+	m := New(labels, Sources{BrokerPermission: perm}, UnitSuffixed)
+	other := map[string]string{"cluster": "c2", "node_type": "broker", "node_id": "b"}
+	for name, ok := range map[string]bool{
+		"same":          m.Rebind(labels, Sources{BrokerPermission: perm}, UnitSuffixed),
+		"labels":        m.Rebind(other, Sources{BrokerPermission: perm}, UnitSuffixed),
+		"names":         m.Rebind(labels, Sources{BrokerPermission: perm}, Bare),
+		"extra source":  m.Rebind(labels, Sources{BrokerPermission: perm, TopicCount: func() int { return 1 }}, UnitSuffixed),
+		"families off":  m.Rebind(labels, Sources{BrokerPermission: perm, Off: Families{Request: true}}, UnitSuffixed),
+		"another limit": m.Rebind(labels, Sources{BrokerPermission: perm, CardinalityLimit: 10}, UnitSuffixed),
+	} {
+		if ok != (name == "same") {
+			t.Errorf("%s: Rebind = %v", name, ok)
+		}
+	}
+}
+
+// Detach waits for a gauge read in progress: once it returns, the
+// detached sources are never called again.
+func TestDetachWaitsForReads(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var detached atomic.Bool
+	m := New(map[string]string{"node_id": "b"}, Sources{TopicCount: func() int {
+		if detached.Load() {
+			t.Error("a source was read after Detach returned")
+		}
+		once.Do(func() { close(entered); <-release })
+		return 1
+	}}, UnitSuffixed)
+	done := make(chan string)
+	go func() { done <- scrapeOnce(m) }()
+	<-entered
+	detachDone := make(chan struct{})
+	go func() { m.Detach(); detached.Store(true); close(detachDone) }()
+	select {
+	case <-detachDone:
+		t.Fatal("Detach returned while a source read was in progress")
+	default:
+	}
+	close(release)
+	<-detachDone
+	if out := <-done; !strings.Contains(out, "rocketmq_topic_number") {
+		t.Fatalf("the scrape begun before Detach lost its gauge:\n%s", out)
+	}
+	if out := scrapeOnce(m); strings.Contains(out, "rocketmq_topic_number{") {
+		t.Fatalf("a scrape after Detach shows the gauge:\n%s", out)
+	}
+}
+
+// scrapeOnce runs one scrape of m's handler, without a listener.
+func scrapeOnce(m *Broker) string {
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	return rec.Body.String()
+}
