@@ -531,6 +531,13 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	// records taken in (timer.Options.TakenIn).
 	b.stats = brokerstats.New(b.cfg.BrokerClusterName, b.statsClock)
 	b.stats.Tick() // the windows' first samples, before anything is counted
+	if b.shared != nil {
+		// Behind a Supervisor the timer's callbacks, which run before
+		// this Broker's metrics start, count in the process's.
+		if m := b.shared.metrics.current(); m != nil {
+			b.earlyMetrics.Store(m)
+		}
+	}
 	if err := b.openStores(ctx); err != nil {
 		return err
 	}

@@ -137,13 +137,30 @@ func (b *Broker) startMetrics() error {
 	if b.cfg.MetricsNameUnitSuffix {
 		names = metrics.UnitSuffixed
 	}
-	b.metrics = metrics.New(labels, src, names)
-	b.earlyMetrics.Store(b.metrics)
 	host := b.cfg.MetricsPromExporterHost
 	if host == "" {
 		host = b.hostIP.String()
 	}
-	exp, err := metrics.Serve(net.JoinHostPort(host, strconv.Itoa(b.cfg.MetricsPromExporterPort)), b.metrics, b.component("metrics"))
+	addr := net.JoinHostPort(host, strconv.Itoa(b.cfg.MetricsPromExporterPort))
+	if b.shared != nil {
+		// Controller mode: the process's metrics and exporter, which
+		// outlive this Broker (sharedMetrics). A master reports
+		// rocketkv_ha_diverged 0, so that a slave after it (which has
+		// the gauge) serves the same metrics and keeps the counters.
+		if src.Diverged == nil {
+			src.Diverged = func() bool { return false }
+		}
+		m, err := b.shared.metrics.bind(b, labels, src, names, addr, b.component("metrics"))
+		if err != nil {
+			return err
+		}
+		b.metrics = m
+		b.earlyMetrics.Store(m)
+		return nil
+	}
+	b.metrics = metrics.New(labels, src, names)
+	b.earlyMetrics.Store(b.metrics)
+	exp, err := metrics.Serve(addr, b.metrics, b.component("metrics"))
 	if err != nil {
 		return err
 	}
@@ -242,11 +259,19 @@ func (b *Broker) storageUsedBytes() (int64, bool) {
 	return int64(u.Total - u.Free), true
 }
 
-// stopMetrics stops the exporter, and the count of the timer messages
-// waiting if it still runs (before the stores close).
+// stopMetrics stops the exporter (behind a Supervisor, detaches this
+// Broker's sources from the process's metrics, whose exporter serves on),
+// and the count of the timer messages waiting if it still runs (before
+// the stores close).
 func (b *Broker) stopMetrics(ctx context.Context) error {
 	if b.timers != nil {
 		b.timers.StopCounting()
+	}
+	if b.shared != nil {
+		// The exporter outlives this Broker: its gauges stop reading
+		// this Broker's stores before they close.
+		b.shared.metrics.unbind(b)
+		return nil
 	}
 	if b.exporter == nil {
 		return nil
@@ -259,6 +284,9 @@ func (b *Broker) stopMetrics(ctx context.Context) error {
 // MetricsAddr returns the address of the Prometheus exporter, or nil when
 // it is off.
 func (b *Broker) MetricsAddr() net.Addr {
+	if b.shared != nil {
+		return b.shared.metrics.addr()
+	}
 	if b.exporter == nil {
 		return nil
 	}

@@ -45,6 +45,9 @@ type processServers struct {
 	// answered is the running Broker's rpc latency hook (nil without
 	// metrics or without a Broker).
 	answered atomic.Pointer[func(remoting.Answer)]
+	// metrics are the Prometheus metrics and exporter the Brokers
+	// share (metricsExporterType=PROM), closed with the servers.
+	metrics sharedMetrics
 }
 
 // newProcessServers builds the servers of cfg's ports as a Broker of cfg
@@ -89,9 +92,13 @@ func (p *processServers) onAnswer(a remoting.Answer) {
 	}
 }
 
-// shutdown closes every connection and stops both servers.
+// shutdown closes every connection and stops both servers and the
+// metrics exporter.
 func (p *processServers) shutdown(ctx context.Context) error {
 	var errs []error
+	if err := p.metrics.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	for _, s := range []*remoting.Server{p.main, p.fast} {
 		if s != nil {
 			if err := s.Shutdown(ctx); err != nil {

@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+)
+
+// A controller-mode broker's Prometheus metrics live across its role
+// switches, as RocketMQ's one BrokerMetricsManager does: the exporter's
+// port serves every scrape from the first role to the Supervisor's
+// Shutdown (each Broker had its own exporter, closed while the switch
+// ran and opened on another port when metricsPromExporterPort is 0),
+// the counters go on from the count before the switches (they started
+// from zero with each Broker), and the gauges read the running Broker.
+// A scrape during a switch never reads the stopped Broker's stores
+// (pebble panics on a closed database, failing the run).
+func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	ns := startTestNameServer(t)
+	// A slave whose master is restarting at its switch learns the
+	// master's HA address from the name server's answers.
+	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	for _, c := range []*ctlBroker{a, b} {
+		for k, v := range map[string]string{"registerNameServerPeriod": "500", "metricsExporterType": "PROM",
+			"metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0"} {
+			c.settings[k] = v
+		}
+	}
+	a.start()
+	b.start()
+	if !a.isMaster() {
+		t.Fatal("the first broker is not the master")
+	}
+	addr := a.sup.Broker().MetricsAddr().String()
+	ca := dialCtl(t, a.addr())
+	const before, after = 5, 3
+	for i := range before {
+		mustSend(t, ca, "TopicTest", 0, fmt.Sprintf("before %d", i), "")
+	}
+	in := func(text string) float64 {
+		return metricValue(t, text, "rocketmq_messages_in_total", `topic="TopicTest"`)
+	}
+	if got := in(testutil.Scrape(t, addr)); got != before {
+		t.Fatalf("rocketmq_messages_in_total before the switches: %v, want %d", got, before)
+	}
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool {
+		return len(a.sup.role().syncSet) == 2 && b.end() == a.end()
+	})
+
+	// Scrapes in a loop while a switches to slave and back to master.
+	stop, done := make(chan struct{}), make(chan struct{})
+	var scrapes int
+	var failed []string
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			scrapes++
+			resp, err := http.Get("http://" + addr + "/metrics")
+			if err != nil {
+				failed = append(failed, err.Error())
+				continue
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				failed = append(failed, fmt.Sprintf("status %d, read: %v", resp.StatusCode, err))
+			}
+		}
+	}()
+	first := a.sup.Broker()
+	designateMaster(t, ctlAddr, b.sup.BrokerID())
+	waitUntil(t, 20*time.Second, "the first broker to follow the second", func() bool {
+		return b.isMaster() && a.sup.role().running && !a.isMaster()
+	})
+	designateMaster(t, ctlAddr, a.sup.BrokerID())
+	waitUntil(t, 20*time.Second, "the first broker to lead again with both in sync", func() bool {
+		return a.isMaster() && len(a.sup.role().syncSet) == 2
+	})
+	close(stop)
+	<-done
+	if a.sup.Broker() == first {
+		t.Fatal("the first broker leads again without a new Broker: no switch was tested")
+	}
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d scrapes during the switches failed: %v", len(failed), scrapes, failed[:min(len(failed), 5)])
+	}
+	if got := a.sup.Broker().MetricsAddr().String(); got != addr {
+		t.Fatalf("the exporter moved from %s to %s", addr, got)
+	}
+	text := testutil.Scrape(t, addr)
+	if got := in(text); got != before {
+		t.Fatalf("rocketmq_messages_in_total after the switches: %v, want the %d counted before", got, before)
+	}
+	// The gauges read the running Broker: a master's permission, 6.
+	if got := metricValue(t, text, "rocketmq_broker_permission", `node_id="broker-a"`); got != 6 {
+		t.Fatalf("rocketmq_broker_permission after the switches: %v, want 6", got)
+	}
+	ca = dialCtl(t, a.addr())
+	for i := range after {
+		mustSend(t, ca, "TopicTest", 0, fmt.Sprintf("after %d", i), "")
+	}
+	if got := in(testutil.Scrape(t, addr)); got != before+after {
+		t.Fatalf("rocketmq_messages_in_total after more sends: %v, want %d", got, before+after)
+	}
+
+	// The Supervisor's Shutdown closes the port.
+	a.stop()
+	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("the exporter at %s still answers after the Supervisor's Shutdown: status %d", addr, resp.StatusCode)
+	}
+}
