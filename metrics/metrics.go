@@ -239,7 +239,9 @@ type Lag struct {
 }
 
 // Sources are the values read from the broker at each scrape. A nil
-// function leaves its metric out.
+// function leaves its metric out. A Broker reads the Sources New got
+// until Rebind gives it another broker's (a controller-mode broker's
+// next role) or Detach takes them away (sources.go).
 type Sources struct {
 	BrokerPermission    func() int
 	TopicCount          func() int
