@@ -37,6 +37,19 @@ func controllerPort(t *testing.T) int {
 	return 0
 }
 
+// startNamesrvWithController starts a name server hosting a one-peer
+// controller (enableControllerInNamesrv) that scans for dead brokers and
+// masters every 200 ms, and returns the controller's address with it.
+func startNamesrvWithController(t *testing.T) (string, *namesrv) {
+	t.Helper()
+	caddr := fmt.Sprintf("127.0.0.1:%d", controllerPort(t))
+	ns := startNamesrvWith(t, "enableControllerInNamesrv=true", "controllerDLegerGroup=group1",
+		"controllerDLegerPeers=n0-"+caddr, "controllerDLegerSelfId=n0", "controllerStorePath="+t.TempDir(),
+		"scanNotActiveBrokerInterval=200", "scanInactiveMasterInterval=200")
+	waitListening(t, caddr)
+	return caddr, ns
+}
+
 // TestControllerModeFailoverGoClient: a name server hosting the controller
 // (enableControllerInNamesrv) and two brokers of one group in controller
 // mode. The unchanged Go client sends through the group's master; the
@@ -45,12 +58,7 @@ func controllerPort(t *testing.T) int {
 // again without anything done to it.
 func TestControllerModeFailoverGoClient(t *testing.T) {
 	t.Parallel()
-	cport := controllerPort(t)
-	caddr := fmt.Sprintf("127.0.0.1:%d", cport)
-	ns := startNamesrvWith(t, "enableControllerInNamesrv=true", "controllerDLegerGroup=group1",
-		"controllerDLegerPeers=n0-"+caddr, "controllerDLegerSelfId=n0", "controllerStorePath="+t.TempDir(),
-		"scanNotActiveBrokerInterval=200", "scanInactiveMasterInterval=200")
-	waitListening(t, caddr)
+	caddr, ns := startNamesrvWithController(t)
 	master, slave := startControllerModeGroup(t, ns, caddr)
 
 	const topic, queues = "E2EControllerMode", 4

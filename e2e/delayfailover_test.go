@@ -138,12 +138,7 @@ func slaveDelayProgress(t *testing.T, addr string) string {
 // milliseconds the resumed slave takes to catch up after its copy).
 func TestDelayedAndTimerMessagesSurviveControllerFailovers(t *testing.T) {
 	t.Parallel()
-	cport := controllerPort(t)
-	caddr := fmt.Sprintf("127.0.0.1:%d", cport)
-	ns := startNamesrvWith(t, "enableControllerInNamesrv=true", "controllerDLegerGroup=group1",
-		"controllerDLegerPeers=n0-"+caddr, "controllerDLegerSelfId=n0", "controllerStorePath="+t.TempDir(),
-		"scanNotActiveBrokerInterval=200", "scanInactiveMasterInterval=200")
-	waitListening(t, caddr)
+	caddr, ns := startNamesrvWithController(t)
 	const precisionMs = 100
 	cur, other := startControllerModeGroup(t, ns, caddr, "allAckInSyncStateSet=true",
 		"messageDelayLevel=1s 2s 3s", fmt.Sprintf("timerPrecisionMs=%d", precisionMs))

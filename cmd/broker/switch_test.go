@@ -273,6 +273,61 @@ func masterOf(t *testing.T, pool *remoting.ClientPool, nsAddr, topic string) (ma
 	return master, slaves
 }
 
+// switchGroup is a controller, a name server and two controller-mode
+// brokers with embedded proxies: a the master and b its slave, both
+// holding the test's topic.
+type switchGroup struct {
+	ctlAddr, nsAddr string
+	pool            *remoting.ClientPool
+	invoke          func(addr string, code int32, ext map[string]string) *remoting.Command
+	a, b            switchBroker
+}
+
+// startSwitchGroup starts a switchGroup whose proxies refresh routes
+// every routeRefresh seconds, creates topic (two queues) on the master
+// and waits until the slave copied it: a slave elected before that would
+// not have the topic (as in RocketMQ).
+func startSwitchGroup(t *testing.T, topic string, routeRefresh int) switchGroup {
+	t.Helper()
+	g := switchGroup{ctlAddr: startSwitchController(t), nsAddr: clustertest.StartNamesrv(t)}
+	g.pool, g.invoke = switchInvoker(t)
+	g.a = runSwitchBroker(t, g.ctlAddr, g.nsAddr, routeRefresh)
+	waitFor(t, 30*time.Second, "broker a to register as master", func() bool {
+		m, _ := masterOf(t, g.pool, g.nsAddr, "DefaultCluster")
+		return m == g.a.addr
+	})
+	if r := g.invoke(g.a.addr, remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "defaultTopic": "TBW102",
+		"readQueueNums": "2", "writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}); r.Code != remoting.Success {
+		t.Fatalf("create %s: code %d %s", topic, r.Code, r.Remark)
+	}
+	g.b = runSwitchBroker(t, g.ctlAddr, g.nsAddr, routeRefresh)
+	waitFor(t, 30*time.Second, "broker b to register as a's slave", func() bool {
+		m, s := masterOf(t, g.pool, g.nsAddr, topic)
+		return m == g.a.addr && slices.Equal(s, []string{g.b.addr})
+	})
+	waitFor(t, 30*time.Second, "broker b to copy the topic from a", func() bool {
+		return g.invoke(g.b.addr, remoting.GetTopicConfig, map[string]string{"topic": topic}).Code == remoting.Success
+	})
+	return g
+}
+
+// switchInvoker returns a client pool of the test and a function that
+// sends one request through it, failing the test when it gets no answer.
+func switchInvoker(t *testing.T) (*remoting.ClientPool, func(addr string, code int32, ext map[string]string) *remoting.Command) {
+	pool := remoting.NewClientPool(remoting.ClientOptions{})
+	t.Cleanup(func() { _ = pool.Close() })
+	return pool, func(addr string, code int32, ext map[string]string) *remoting.Command {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := pool.Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
+		if err != nil {
+			t.Fatalf("request %d to %s: %v", code, addr, err)
+		}
+		return resp
+	}
+}
+
 // waitFor polls cond every 50 ms for up to d (a hang guard).
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -304,42 +359,10 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 //   - a message received before the switch is acknowledged after it,
 //     and the messages sent after it are received from the new master.
 func TestEmbeddedProxyFollowsRoleSwitch(t *testing.T) {
-	ctlAddr := startSwitchController(t)
-	nsAddr := clustertest.StartNamesrv(t)
-	pool := remoting.NewClientPool(remoting.ClientOptions{})
-	t.Cleanup(func() { _ = pool.Close() })
-	invoke := func(addr string, code int32, ext map[string]string) *remoting.Command {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		resp, err := pool.Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
-		if err != nil {
-			t.Fatalf("request %d to %s: %v", code, addr, err)
-		}
-		return resp
-	}
-
 	const topic, group = "SwitchTopic", "SwitchGroup"
 	const routeRefresh = 600 // seconds: longer than the test
-	a := runSwitchBroker(t, ctlAddr, nsAddr, routeRefresh)
-	waitFor(t, 30*time.Second, "broker a to register as master", func() bool {
-		m, _ := masterOf(t, pool, nsAddr, "DefaultCluster")
-		return m == a.addr
-	})
-	if r := invoke(a.addr, remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "defaultTopic": "TBW102",
-		"readQueueNums": "2", "writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}); r.Code != remoting.Success {
-		t.Fatalf("create %s: code %d %s", topic, r.Code, r.Remark)
-	}
-	b := runSwitchBroker(t, ctlAddr, nsAddr, routeRefresh)
-	waitFor(t, 30*time.Second, "broker b to register as a's slave", func() bool {
-		m, s := masterOf(t, pool, nsAddr, topic)
-		return m == a.addr && slices.Equal(s, []string{b.addr})
-	})
-	// A slave elected before it copied its master's topics would not
-	// have this one (as in RocketMQ).
-	waitFor(t, 30*time.Second, "broker b to copy the topic from a", func() bool {
-		return invoke(b.addr, remoting.GetTopicConfig, map[string]string{"topic": topic}).Code == remoting.Success
-	})
+	g := startSwitchGroup(t, topic, routeRefresh)
+	ctlAddr, nsAddr, pool, invoke, a, b := g.ctlAddr, g.nsAddr, g.pool, g.invoke, g.a, g.b
 
 	ca, cb := newSwitchClient(t, "CA", a.grpcAddr), newSwitchClient(t, "CB", b.grpcAddr)
 	producer := &rmqpb.Settings{ClientType: rmqpb.ClientType_PRODUCER.Enum(), RequestTimeout: durationpb.New(3 * time.Second),
@@ -545,38 +568,9 @@ func routeIDs(t *testing.T, pool *remoting.ClientPool, nsAddr, topic string) (na
 // RocketMQ's proxy answers a failed send; or a slave's or a switching
 // broker's refusal).
 func TestEmbeddedProxyFollowsFailover(t *testing.T) {
-	ctlAddr := startSwitchController(t)
-	nsAddr := clustertest.StartNamesrv(t)
-	pool := remoting.NewClientPool(remoting.ClientOptions{})
-	t.Cleanup(func() { _ = pool.Close() })
-	invoke := func(addr string, code int32, ext map[string]string) *remoting.Command {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		resp, err := pool.Invoke(ctx, addr, remoting.NewRequest(code, ext, nil))
-		if err != nil {
-			t.Fatalf("request %d to %s: %v", code, addr, err)
-		}
-		return resp
-	}
 	const topic = "FailoverTopic"
-	a := runSwitchBroker(t, ctlAddr, nsAddr, 600)
-	waitFor(t, 30*time.Second, "broker a to register as master", func() bool {
-		m, _ := masterOf(t, pool, nsAddr, "DefaultCluster")
-		return m == a.addr
-	})
-	if r := invoke(a.addr, remoting.UpdateAndCreateTopic, map[string]string{"topic": topic, "defaultTopic": "TBW102",
-		"readQueueNums": "2", "writeQueueNums": "2", "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}); r.Code != remoting.Success {
-		t.Fatalf("create %s: code %d %s", topic, r.Code, r.Remark)
-	}
-	b := runSwitchBroker(t, ctlAddr, nsAddr, 600)
-	waitFor(t, 30*time.Second, "broker b to register as a's slave", func() bool {
-		m, s := masterOf(t, pool, nsAddr, topic)
-		return m == a.addr && slices.Equal(s, []string{b.addr})
-	})
-	waitFor(t, 30*time.Second, "broker b to copy the topic from a", func() bool {
-		return invoke(b.addr, remoting.GetTopicConfig, map[string]string{"topic": topic}).Code == remoting.Success
-	})
+	g := startSwitchGroup(t, topic, 600)
+	nsAddr, pool, a, b := g.nsAddr, g.pool, g.a, g.b
 
 	cb := newSwitchClient(t, "CB", b.grpcAddr)
 	producer := &rmqpb.Settings{ClientType: rmqpb.ClientType_PRODUCER.Enum(), RequestTimeout: durationpb.New(3 * time.Second),
