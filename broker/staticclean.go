@@ -143,6 +143,26 @@ func (b *Broker) cleanExpiredMappingItems(ctx context.Context) (int, error) {
 // epoch and those queues still begin with them (an update in between
 // wins).
 func (b *Broker) dropMappingItems(topic string, epoch int64, expired map[int32]meta.LogicQueueMappingItem) (int, error) {
+	return b.editMapping(topic, epoch, true, func(next *meta.TopicQueueMappingDetail) int {
+		n := 0
+		for id, first := range expired {
+			items := next.HostedQueues[id]
+			if len(items) <= 1 || items[0] != first {
+				continue
+			}
+			next.HostedQueues[id] = slices.Clone(items[1:])
+			n++
+		}
+		return n
+	})
+}
+
+// editMapping changes topic's mapping under mappingMu when it still has
+// epoch: edit changes a copy and returns how many logic queues it
+// changed; a copy that changed is stored (checked as an update of the
+// mapping, MergeTopicQueueMapping, when merge is set) and moves the
+// topics' data version on. It returns edit's count.
+func (b *Broker) editMapping(topic string, epoch int64, merge bool, edit func(next *meta.TopicQueueMappingDetail) int) (int, error) {
 	b.mappingMu.Lock()
 	defer b.mappingMu.Unlock()
 	cur, ok, err := b.mappings.Get(topic)
@@ -153,23 +173,16 @@ func (b *Broker) dropMappingItems(topic string, epoch int64, expired map[int32]m
 		return 0, nil
 	}
 	next := cur.Clone()
-	n := 0
-	for id, first := range expired {
-		items := next.HostedQueues[id]
-		if len(items) <= 1 || items[0] != first {
-			continue
-		}
-		next.HostedQueues[id] = slices.Clone(items[1:])
-		n++
-	}
+	n := edit(&next)
 	if n == 0 {
 		return 0, nil
 	}
-	merged, err := meta.MergeTopicQueueMapping(&cur, next, false)
-	if err != nil {
-		return 0, fmt.Errorf("clean the static topic mapping of %s: %w", topic, err)
+	if merge {
+		if next, err = meta.MergeTopicQueueMapping(&cur, next, false); err != nil {
+			return 0, fmt.Errorf("clean the static topic mapping of %s: %w", topic, err)
+		}
 	}
-	if err := b.mappings.Put(merged); err != nil {
+	if err := b.mappings.Put(next); err != nil {
 		return 0, fmt.Errorf("store the static topic mapping of %s: %w", topic, err)
 	}
 	if err := b.topics.table.Touch(); err != nil {
@@ -313,36 +326,19 @@ func (b *Broker) askMapping(ctx context.Context, topic, bname string) *meta.Topi
 // dropLogicQueues removes logic queues ids from topic's mapping, under
 // mappingMu, when the mapping still has epoch and does not lead them.
 func (b *Broker) dropLogicQueues(topic string, epoch int64, ids []int32) (int, error) {
-	b.mappingMu.Lock()
-	defer b.mappingMu.Unlock()
-	cur, ok, err := b.mappings.Get(topic)
-	if err != nil {
-		return 0, fmt.Errorf("read the static topic mapping of %s: %w", topic, err)
-	}
-	if !ok || cur.Epoch != epoch {
-		return 0, nil
-	}
-	next := cur.Clone()
-	n := 0
-	for _, id := range ids {
-		items := next.HostedQueues[id]
-		if len(items) == 0 || items[len(items)-1].Bname == next.Bname {
-			continue
+	return b.editMapping(topic, epoch, false, func(next *meta.TopicQueueMappingDetail) int {
+		n := 0
+		for _, id := range ids {
+			items := next.HostedQueues[id]
+			if len(items) == 0 || items[len(items)-1].Bname == next.Bname {
+				continue
+			}
+			delete(next.HostedQueues, id)
+			n++
+			b.log.Info().Str("topic", topic).Int32("logicQueue", id).Int("items", len(items)).Msg("static topic logic queue moved on, its items removed here")
 		}
-		delete(next.HostedQueues, id)
-		n++
-		b.log.Info().Str("topic", topic).Int32("logicQueue", id).Int("items", len(items)).Msg("static topic logic queue moved on, its items removed here")
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := b.mappings.Put(next); err != nil {
-		return 0, fmt.Errorf("store the static topic mapping of %s: %w", topic, err)
-	}
-	if err := b.topics.table.Touch(); err != nil {
-		return n, fmt.Errorf("move the topics' data version on after cleaning %s: %w", topic, err)
-	}
-	return n, nil
+		return n
+	})
 }
 
 // ownMappings lists the static topic mappings of this broker group, the
