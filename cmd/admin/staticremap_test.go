@@ -291,18 +291,7 @@ func TestRemappingStaticTopicMovesAQueue(t *testing.T) {
 	if r := send(b, "x"); r.Code != remoting.NotLeaderForQueue {
 		t.Fatalf("send to broker-b before the move: %d %s", r.Code, r.Remark)
 	}
-	mapping := func(addr string) meta.TopicQueueMappingDetail {
-		t.Helper()
-		resp, err := g.invoke(context.Background(), addr, remoting.GetTopicConfig, remoting.Header{"topic": "ST", "lo": "true"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := decodeStaticConfig(resp.Body)
-		if err != nil || sc.mapping == nil {
-			t.Fatalf("config of %s: %+v %v", addr, sc, err)
-		}
-		return *sc.mapping
-	}
+	mapping := func(addr string) meta.TopicQueueMappingDetail { return staticMappingAt(t, addr, "ST") }
 	before := mapping(a)
 
 	out := out0(t, "remappingStaticTopic", "-n", ns, "-t", "ST", "-b", "broker-b")

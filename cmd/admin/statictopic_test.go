@@ -62,19 +62,7 @@ func TestUpdateStaticTopicOverTwoGroups(t *testing.T) {
 	ns, a, b := startTwoMasters(t)
 	out0(t, "updateStaticTopic", "-n", ns, "-t", "ST", "-c", "DefaultCluster", "--qn", "4")
 
-	mapping := func(addr string) meta.TopicQueueMappingDetail {
-		t.Helper()
-		g := &globals{timeout: 10 * time.Second}
-		resp, err := g.invoke(context.Background(), addr, remoting.GetTopicConfig, remoting.Header{"topic": "ST", "lo": "true"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc, err := decodeStaticConfig(resp.Body)
-		if err != nil || sc.mapping == nil {
-			t.Fatalf("config of %s: %+v %v", addr, sc, err)
-		}
-		return *sc.mapping
-	}
+	mapping := func(addr string) meta.TopicQueueMappingDetail { return staticMappingAt(t, addr, "ST") }
 	ma, mb := mapping(a), mapping(b)
 	if !reflect.DeepEqual(ma.LeaderIDMap(), map[int32]int32{0: 0, 2: 1}) || !reflect.DeepEqual(mb.LeaderIDMap(), map[int32]int32{1: 0, 3: 1}) {
 		t.Fatalf("leaders a %v b %v", ma.LeaderIDMap(), mb.LeaderIDMap())
@@ -115,4 +103,21 @@ func TestUpdateStaticTopicOverTwoGroups(t *testing.T) {
 	if got := mqadminArgs([]string{"updateStaticTopic", "-qn", "4", "-t", "X"}); got[1] != "--qn" {
 		t.Fatalf("mqadmin's -qn is read as %v", got)
 	}
+}
+
+// staticMappingAt returns the static mapping of topic that the broker at
+// addr answers GET_TOPIC_CONFIG with (lo=true), failing the test when it
+// has none.
+func staticMappingAt(t *testing.T, addr, topic string) meta.TopicQueueMappingDetail {
+	t.Helper()
+	g := &globals{timeout: 10 * time.Second}
+	resp, err := g.invoke(context.Background(), addr, remoting.GetTopicConfig, remoting.Header{"topic": topic, "lo": "true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := decodeStaticConfig(resp.Body)
+	if err != nil || sc.mapping == nil {
+		t.Fatalf("config of %s: %+v %v", addr, sc, err)
+	}
+	return *sc.mapping
 }
