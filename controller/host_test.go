@@ -21,17 +21,7 @@ import (
 func TestStartHostFreePort(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.Peers = "n0-127.0.0.1:0"
-	h, err := StartHost(context.Background(), Options{Config: cfg, Log: zerolog.Nop()}, remoting.ServerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	h := startTestHost(t, Options{Config: cfg, Log: zerolog.Nop()}, remoting.ServerConfig{})
 	if err := h.Controller.WaitLeader(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +90,20 @@ func TestStartHostReloadsItsCertificate(t *testing.T) {
 	}
 	cfg := testConfig(t.TempDir())
 	cfg.Peers = "n0-127.0.0.1:0"
-	h, err := StartHost(context.Background(), Options{Config: cfg, Log: zerolog.Nop(), TLSWatch: w},
-		remoting.ServerConfig{TLSMode: mode, TLS: tc})
+	h := startTestHost(t, Options{Config: cfg, Log: zerolog.Nop(), TLSWatch: w}, remoting.ServerConfig{TLSMode: mode, TLS: tc})
+	if got := testutil.ServedCertName(t, h.Addr()); got != "ctl-a" {
+		t.Fatalf("served %q at start, want ctl-a", got)
+	}
+	testutil.CopyFile(t, bCert, cert)
+	testutil.CopyFile(t, bKey, key)
+	testutil.AwaitServedCert(t, h.Addr(), "ctl-b")
+}
+
+// startTestHost starts a Host of opts on scfg, shut down when the test
+// ends.
+func startTestHost(t *testing.T, opts Options, scfg remoting.ServerConfig) *Host {
+	t.Helper()
+	h, err := StartHost(context.Background(), opts, scfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +114,5 @@ func TestStartHostReloadsItsCertificate(t *testing.T) {
 			t.Errorf("shutdown: %v", err)
 		}
 	})
-	if got := testutil.ServedCertName(t, h.Addr()); got != "ctl-a" {
-		t.Fatalf("served %q at start, want ctl-a", got)
-	}
-	testutil.CopyFile(t, bCert, cert)
-	testutil.CopyFile(t, bKey, key)
-	testutil.AwaitServedCert(t, h.Addr(), "ctl-b")
+	return h
 }

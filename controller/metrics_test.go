@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
@@ -22,17 +20,7 @@ func startMetricsHost(t *testing.T, mo *MetricsOptions) *Host {
 	cfg := testConfig(t.TempDir())
 	cfg.Peers = "n0-127.0.0.1:0"
 	cfg.NotifyBrokerRoleChanged = false
-	h, err := StartHost(context.Background(), Options{Config: cfg, Log: zerolog.Nop(), Metrics: mo}, remoting.ServerConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := h.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	h := startTestHost(t, Options{Config: cfg, Log: zerolog.Nop(), Metrics: mo}, remoting.ServerConfig{})
 	waitFor(t, "the controller to lead", h.Controller.IsLeader)
 	return h
 }
