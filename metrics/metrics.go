@@ -540,13 +540,8 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	if has(hasHalf) {
 		m.reg.MustRegister(&topicGauge{desc: prometheus.NewDesc(names.Name(HalfMessages),
 			"Transactions not yet ended (their half messages), by the topic their message is sent to.", []string{"topic"}, c),
-			src: func() (rows []TopicMessages) {
-				m.sources.read(func(s *Sources) bool {
-					if s.HalfMessages != nil {
-						rows = s.HalfMessages()
-					}
-					return true
-				})
+			src: func() []TopicMessages {
+				rows, _ := readSource(&m.sources, func(s *Sources) func() []TopicMessages { return s.HalfMessages })
 				return rows
 			}})
 	}
@@ -586,14 +581,8 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	if has(hasRevive) {
 		byQueue := []string{"queue_id"}
 		m.reg.MustRegister(&reviveGauges{
-			src: func() (r ReviveBacklog, ok bool) {
-				m.sources.read(func(s *Sources) bool {
-					if ok = s.PopRevive != nil; ok {
-						r = s.PopRevive()
-					}
-					return ok
-				})
-				return r, ok
+			src: func() (ReviveBacklog, bool) {
+				return readSource(&m.sources, func(s *Sources) func() ReviveBacklog { return s.PopRevive })
 			},
 			lag: prometheus.NewDesc(names.Name(PopReviveLag),
 				"POP checkpoints due and not yet revived (a count, though RocketMQ declares the unit milliseconds).", byQueue, c),
@@ -604,13 +593,8 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	if has(hasLags) {
 		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
 		m.reg.MustRegister(&lags{
-			src: func() (rows []Lag) {
-				m.sources.read(func(s *Sources) bool {
-					if s.Lags != nil {
-						rows = s.Lags()
-					}
-					return true
-				})
+			src: func() []Lag {
+				rows, _ := readSource(&m.sources, func(s *Sources) func() []Lag { return s.Lags })
 				return rows
 			},
 			messages: prometheus.NewDesc(names.Name(ConsumerLagMessages), "Messages past the group's committed offsets.", labels, c),

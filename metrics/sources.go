@@ -32,6 +32,18 @@ func (b *bound) read(f func(s *Sources) bool) bool {
 	return f(b.src)
 }
 
+// readSource calls the source pick names among the sources bound: ok is
+// false, and v zero, when none are bound or that source is not set.
+func readSource[T any](b *bound, pick func(s *Sources) func() T) (v T, ok bool) {
+	b.read(func(s *Sources) bool {
+		if f := pick(s); f != nil {
+			v, ok = f(), true
+		}
+		return ok
+	})
+	return v, ok
+}
+
 // set binds src (nil detaches), once the reads in progress returned.
 func (b *bound) set(src *Sources) {
 	b.mu.Lock()
