@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -186,7 +185,7 @@ func (g *handlerGate) attach(h remoting.Handler) *gatedHandler {
 		}
 		go func() {
 			defer a.leave()
-			g.serve(a.h, p)
+			p.conn.Serve(p.req, a.h)
 		}()
 	}
 	return a
@@ -218,7 +217,7 @@ func (g *handlerGate) park(p parkedRequest) {
 	if a := g.cur.Load(); a != nil && a.enter() {
 		g.mu.Unlock()
 		defer a.leave()
-		g.serve(a.h, p)
+		p.conn.Serve(p.req, a.h)
 		return
 	}
 	size := len(p.req.Body)
@@ -305,19 +304,6 @@ func (g *handlerGate) refuse(p parkedRequest, stopping bool) {
 	g.log.Debug().Stringer("conn", p.conn).Int32("code", p.req.Code).Bool("stopping", stopping).
 		Msg("no broker serves: answered SERVICE_NOT_AVAILABLE")
 	_ = p.conn.Reply(p.req, remoting.NewResponse(p.req, remoting.ServiceNotAvailable, switchingRemark))
-}
-
-// serve runs h for a request that waited, as the server runs a handler:
-// a panic is logged and answered SYSTEM_ERROR.
-func (g *handlerGate) serve(h remoting.Handler, p parkedRequest) {
-	defer func() {
-		if r := recover(); r != nil {
-			g.log.Error().Stringer("conn", p.conn).Int32("code", p.req.Code).Str("panic", fmt.Sprint(r)).
-				Bytes("stack", debug.Stack()).Msg("handler panicked")
-			_ = p.conn.Reply(p.req, remoting.NewResponse(p.req, remoting.SystemError, remoting.PanicRemark+fmt.Sprint(r)))
-		}
-	}()
-	h.ServeCommand(p.ctx, p.conn, p.req)
 }
 
 // enter counts a request in, unless the attachment was detached.
