@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,6 +141,9 @@ type handlerGate struct {
 	// wait is how long a request waits for a handler (defaultSwitchWait
 	// when 0).
 	wait time.Duration
+	// maxRequests and maxBytes bound what waits (maxParkedRequests and
+	// maxParkedBytes when 0; tests lower them).
+	maxRequests, maxBytes int
 
 	mu          sync.Mutex
 	parked      []parkedRequest // arrival order
@@ -221,7 +225,7 @@ func (g *handlerGate) park(p parkedRequest) {
 		return
 	}
 	size := len(p.req.Body)
-	if g.closed || len(g.parked) >= maxParkedRequests || g.parkedBytes+size > maxParkedBytes {
+	if g.closed || len(g.parked) >= cmp.Or(g.maxRequests, maxParkedRequests) || g.parkedBytes+size > cmp.Or(g.maxBytes, maxParkedBytes) {
 		closed := g.closed
 		g.mu.Unlock()
 		g.refuse(p, closed)

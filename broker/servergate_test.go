@@ -143,6 +143,35 @@ func TestHandlerGateAnswersWhatWaitsTooLong(t *testing.T) {
 	}
 }
 
+// What waits is bounded: a request past the count, or whose body would
+// pass the bytes, is answered SERVICE_NOT_AVAILABLE at once while the
+// others go on waiting for the next handler.
+func TestHandlerGateBoundsWhatWaits(t *testing.T) {
+	gate := handlerGate{log: zerolog.Nop(), wait: time.Hour, maxRequests: 2, maxBytes: 100}
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, &gate, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	c := dialCtl(t, srv.Addr().String())
+	if r := call(t, c, remoting.SendMessageV2, nil, make([]byte, 101)); r.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("a body past the bytes that may wait: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
+	}
+	first, second := invokeAsync(c, remoting.GetBrokerRuntimeInfo), invokeAsync(c, remoting.GetBrokerRuntimeInfo)
+	awaitParked(t, &gate, 2)
+	if r := call(t, c, remoting.GetBrokerRuntimeInfo, nil, nil); r.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("a third request with two waiting: code %d %q, want SERVICE_NOT_AVAILABLE", r.Code, r.Remark)
+	}
+	gate.attach(remoting.HandlerFunc(func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		_ = conn.Reply(req, remoting.NewResponse(req, remoting.Success, "served"))
+	}))
+	for _, ch := range []<-chan asyncAnswer{first, second} {
+		if r := awaitAnswer(t, ch); r.Code != remoting.Success {
+			t.Fatalf("a request that waited within the bounds: code %d %q", r.Code, r.Remark)
+		}
+	}
+}
+
 // invokeAsync sends a request of code on c and returns where its answer
 // (or the error) arrives.
 func invokeAsync(c *remoting.Client, code int32) <-chan asyncAnswer {
