@@ -368,7 +368,7 @@ func testControllerModeFailover(t *testing.T, notify bool, poll string) {
 	}
 	cb := dialCtl(t, b.addr())
 	resp := call(t, cb, remoting.GetBrokerEpochCache, nil, nil)
-	var cache epochEntryCacheJSON
+	var cache autoswitch.EpochEntryCache
 	if resp.Code != remoting.Success || json.Unmarshal(resp.Body, &cache) != nil || len(cache.EpochList) == 0 ||
 		cache.EpochList[len(cache.EpochList)-1].Epoch != ef.LastEpoch() || cache.BrokerID != 0 {
 		t.Fatalf("GET_BROKER_EPOCH_CACHE: %d %s %s", resp.Code, resp.Remark, resp.Body)

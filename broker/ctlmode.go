@@ -42,16 +42,6 @@ type ctlLink struct {
 	cut func(at int64)
 }
 
-// epochEntryCacheJSON is RocketMQ's EpochEntryCache (GET_BROKER_EPOCH_CACHE's
-// body).
-type epochEntryCacheJSON struct {
-	ClusterName string                  `json:"clusterName"`
-	BrokerName  string                  `json:"brokerName"`
-	BrokerID    int64                   `json:"brokerId"`
-	EpochList   []autoswitch.EpochEntry `json:"epochList"`
-	MaxOffset   int64                   `json:"maxOffset"`
-}
-
 // processEpochCache answers GET_BROKER_EPOCH_CACHE as RocketMQ's
 // AdminBrokerProcessor: the broker's epochs (each entry's end is the next
 // one's start, the last one's Long.MAX_VALUE as RocketMQ leaves it) and
@@ -67,7 +57,7 @@ func (b *Broker) processEpochCache(_ context.Context, _ *remoting.Conn, req *rem
 			list[i].EndOffset = list[i+1].StartOffset
 		}
 	}
-	body, err := json.Marshal(epochEntryCacheJSON{ClusterName: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
+	body, err := json.Marshal(autoswitch.EpochEntryCache{ClusterName: b.cfg.BrokerClusterName, BrokerName: b.cfg.BrokerName,
 		BrokerID: b.cfg.BrokerID, EpochList: list, MaxOffset: b.clog.MaxOffset()})
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, fmt.Sprintf("encode the epoch cache: %v", err))

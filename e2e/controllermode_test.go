@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,6 +102,7 @@ func TestControllerModeFailoverGoClient(t *testing.T) {
 		wg.Wait()
 	}()
 	waitUntil(t, 30*time.Second, "sends to the master", func() bool { return ok.Load() >= 20 })
+	checkBrokerEpochs(t, ns.addr, master, slave)
 	master.kill()
 	slave.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
 	after := ok.Load()
@@ -234,4 +236,43 @@ func startControllerModeGroup(t *testing.T, ns *namesrv, caddr string, more ...s
 	slave = startBroker(t, ns, brokerOpts{sets: sets})
 	slave.waitLog(t, "broker running as SLAVE", 30*time.Second)
 	return master, slave
+}
+
+// checkBrokerEpochs runs bin/admin getBrokerEpoch on the group of master
+// and slave: both brokers are printed, each with the epoch the controller
+// gave the master, starting at 0 (the group's first), and the master's
+// ends at its CommitLog end, past the messages sent.
+func checkBrokerEpochs(t *testing.T, nsAddr string, master, slave *brokerProc) {
+	t.Helper()
+	var out []byte
+	var err error
+	// The slave registers with the name server after it takes its role.
+	waitUntil(t, 30*time.Second, "getBrokerEpoch to list the master and the slave", func() bool {
+		out, err = exec.Command(filepath.Join(binDir, "admin"), "getBrokerEpoch", "-n", nsAddr, "-b", master.name).CombinedOutput()
+		return err == nil && strings.Contains(string(out), "#brokerAddr\t"+slave.addr)
+	})
+	blocks := map[string][]string{} // broker address -> its epoch lines
+	var addr string
+	for _, line := range strings.Split(string(out), "\n") {
+		if a, ok := strings.CutPrefix(line, "#brokerAddr\t"); ok {
+			addr = a
+		} else if e, ok := strings.CutPrefix(line, "#Epoch: "); ok {
+			blocks[addr] = append(blocks[addr], e)
+		}
+	}
+	m, s := blocks[master.addr], blocks[slave.addr]
+	if len(blocks) != 2 || len(m) != 1 || len(s) != 1 {
+		t.Fatalf("getBrokerEpoch -b %s: want one epoch of each of %s and %s, got\n%s", master.name, master.addr, slave.addr, out)
+	}
+	var epoch, mEnd, sEpoch, sStart, sEnd int64
+	var mStart int64 = -1
+	if _, err := fmt.Sscanf(m[0], "EpochEntry{epoch=%d, startOffset=%d, endOffset=%d}", &epoch, &mStart, &mEnd); err != nil {
+		t.Fatalf("master's epoch %q: %v", m[0], err)
+	}
+	if _, err := fmt.Sscanf(s[0], "EpochEntry{epoch=%d, startOffset=%d, endOffset=%d}", &sEpoch, &sStart, &sEnd); err != nil {
+		t.Fatalf("slave's epoch %q: %v", s[0], err)
+	}
+	if epoch < 1 || mStart != 0 || sEpoch != epoch || sStart != 0 || mEnd <= 0 || sEnd > mEnd {
+		t.Fatalf("getBrokerEpoch: master %q, slave %q (want the same epoch from 0, the master's end past the sends, the slave's not past it)", m[0], s[0])
+	}
 }

@@ -128,27 +128,7 @@ func getSyncStateSetCmd(g *globals) *cobra.Command {
 			if brokerName == "" && cluster == "" {
 				return fmt.Errorf("give -b BROKER_NAME or -c CLUSTER")
 			}
-			if interval <= 0 {
-				return fmt.Errorf("-i must be a positive number of seconds, not %d", interval)
-			}
-			ctx := cmd.Context()
-			for {
-				err := g.printSyncStateSet(cmd, a, brokerName, cluster)
-				if !cmd.Flags().Changed("interval") {
-					return err
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					fmt.Fprintln(cmd.ErrOrStderr(), "getSyncStateSet:", err)
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Duration(interval) * time.Second):
-				}
-			}
+			return repeatEvery(cmd, interval, func() error { return g.printSyncStateSet(cmd, a, brokerName, cluster) })
 		},
 	}
 	controllerFlag(cmd, &a)

@@ -24,37 +24,21 @@ func haStatusCmd(g *globals) *cobra.Command {
 		Short: "print a broker's replication state (GET_BROKER_HA_STATUS): a master's slaves, or a slave's master",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if interval <= 0 {
-				return fmt.Errorf("-i must be a positive number of seconds, not %d", interval)
-			}
-			ctx := cmd.Context()
-			for {
+			return repeatEvery(cmd, interval, func() error {
 				addrs := []string{g.broker}
-				var err error
 				if !cmd.Flags().Changed("broker") && cluster != "" {
-					addrs, err = g.clusterMasters(ctx, cluster)
+					var err error
+					if addrs, err = g.clusterMasters(cmd.Context(), cluster); err != nil {
+						return err
+					}
 				}
 				for _, addr := range addrs {
-					if err != nil {
-						break
+					if err := g.printHAStatus(cmd, addr); err != nil {
+						return err
 					}
-					err = g.printHAStatus(cmd, addr)
 				}
-				if !cmd.Flags().Changed("interval") {
-					return err
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil // interrupted
-					}
-					fmt.Fprintln(cmd.ErrOrStderr(), "haStatus:", err)
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Duration(interval) * time.Second):
-				}
-			}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&cluster, "clusterName", "c", "", "every master of this cluster (without -b)")

@@ -15,6 +15,7 @@
 //	admin clusterList        -n 127.0.0.1:9876 [-m] [-c DefaultCluster] [--json]
 //	admin brokerStatus       -b 127.0.0.1:10911 (or -c DefaultCluster)
 //	admin haStatus           -b 127.0.0.1:10911 [-i 3] (or -c DefaultCluster)
+//	admin getBrokerEpoch     -b broker-a [-i 3] (or -c DefaultCluster; controller mode)
 //	admin resetMasterFlushOffset -b 127.0.0.1:10921 -o 1073741824 (a slave; a master ignores it)
 //	admin topicStatus        -n 127.0.0.1:9876 -t TopicA (or -b one broker; -c the cluster or LMQ parent whose route to use)
 //	admin consumerProgress   -n 127.0.0.1:9876 -g GroupA [-t TopicA] [-s true] [-c C] (or -b one broker; without -g every group)
@@ -72,8 +73,8 @@
 // are mqadmin's where it has the command: -b is a broker address except
 // where mqadmin gives it another meaning (the begin time of queryMsgByKey,
 // printMsg, printMsgByQueue and queryMsgTraceById; the broker name of
-// wipeWritePerm, queryMsgByOffset, sendMsgStatus, sendMessage and
-// consumeMessage). The clean-ups cleanExpiredCQ, cleanUnusedTopic and
+// wipeWritePerm, getBrokerEpoch, queryMsgByOffset, sendMsgStatus,
+// sendMessage and consumeMessage). The clean-ups cleanExpiredCQ, cleanUnusedTopic and
 // deleteExpiredCommitLog take -c, and without -b or -c ask every broker
 // of every cluster, as mqadmin's. mqadmin's long option names are accepted too where
 // bin/admin spells them otherwise, each only on the commands whose mqadmin
@@ -195,7 +196,7 @@ func newRoot(out io.Writer) *cobra.Command {
 	root.AddCommand(cloneGroupOffsetCmd(g), createTopicsCmd(g), updateTopicCmd(g), updateStaticTopicCmd(g), remappingStaticTopicCmd(g), deleteTopicCmd(g), topicListCmd(g),
 		topicRouteCmd(g), clusterListCmd(g), brokerStatusCmd(g), topicStatusCmd(g), consumerProgressCmd(g), brokerConsumeStatsCmd(g),
 		consumerConnectionCmd(g), resetOffsetCmd(g), updateBrokerConfigCmd(g), getBrokerConfigCmd(g), updateNamesrvConfigCmd(g), getNamesrvConfigCmd(g), deleteExpiredCommitLogCmd(g), setCommitLogReadAheadModeCmd(g), cleanUnusedTopicCmd(g), cleanExpiredCQCmd(g), exportPopRecordCmd(g), rocksDBConfigToJSONCmd(g), queryCQCmd(g),
-		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g), groupForbiddenCmd(g),
+		checkCQWriteProgressCmd(g), statsAllCmd(g), haStatusCmd(g), getBrokerEpochCmd(g), updateSubGroupCmd(g), deleteSubGroupCmd(g), groupForbiddenCmd(g),
 		queryMsgByKeyCmd(g), queryMsgByIDCmd(g), queryMsgByUniqueKeyCmd(g), sendMessageCmd(g), consumeMessageCmd(g),
 		writePermCmd(g, "wipeWritePerm", remoting.WipeWritePermOfBroker, "wipeTopicCount", "wipe"),
 		writePermCmd(g, "addWritePerm", remoting.AddWritePermOfBroker, "addTopicCount", "add"), producerInfoCmd(g),
@@ -222,7 +223,7 @@ func newRoot(out io.Writer) *cobra.Command {
 // addBrokerFlag gives cmd and its subcommands -b, --broker, the broker
 // address, except those that take -b for something else as mqadmin's do
 // (the beginTimestamp of queryMsgByKey, printMsg, printMsgByQueue and
-// queryMsgTraceById; the brokerName of wipeWritePerm, queryMsgByOffset,
+// queryMsgTraceById; the brokerName of wipeWritePerm, getBrokerEpoch, queryMsgByOffset,
 // sendMsgStatus, sendMessage and consumeMessage).
 func addBrokerFlag(cmd *cobra.Command, g *globals) {
 	if cmd.Flags().ShorthandLookup("b") == nil && cmd.Flags().Lookup("broker") == nil {

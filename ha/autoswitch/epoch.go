@@ -51,6 +51,18 @@ func (e EpochEntry) String() string {
 	return fmt.Sprintf("%d-%d", e.Epoch, e.StartOffset)
 }
 
+// EpochEntryCache is RocketMQ's EpochEntryCache, the body of a broker's
+// answer to GET_BROKER_EPOCH_CACHE: who the broker is, its epochs (each
+// ending where the next starts, the last at NoEnd) and its CommitLog's
+// end, which mqadmin getBrokerEpoch prints as the last epoch's end.
+type EpochEntryCache struct {
+	ClusterName string       `json:"clusterName"`
+	BrokerName  string       `json:"brokerName"`
+	BrokerID    int64        `json:"brokerId"`
+	EpochList   []EpochEntry `json:"epochList"`
+	MaxOffset   int64        `json:"maxOffset"`
+}
+
 // EpochCache is RocketMQ's EpochFileCache: a broker's epochs in epoch
 // order, kept in the epoch file when it has a path. Safe for concurrent
 // use.
