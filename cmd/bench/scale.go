@@ -54,6 +54,9 @@ type scaleOptions struct {
 	seed        uint64
 	// fileMaxQueues skips the file layout at larger sizes (0: none).
 	fileMaxQueues int
+	// idle is how long the restarted broker is left without requests
+	// while its CPU time is counted (0: not measured).
+	idle time.Duration
 }
 
 // scaleSize is one configuration: topics x queues per topic.
@@ -127,6 +130,9 @@ store:
  6. SIGKILL the broker and start it again, then stop it cleanly (SIGTERM) and
     start it again; a restart is timed from the start of the process until it
     answers with dispatchBehindBytes 0;
+ 6a. with --idle D, leave the restarted broker without a request for D and
+    count its CPU time (and the name server's with --namesrv): what its
+    background work costs with every queue loaded and nothing to do;
  7. stop it, open its index in this process and estimate each keyspace's table
     bytes as the broker left it and (--compact) after a full compaction.
 
@@ -172,6 +178,7 @@ at each size and kv against kv at the smallest size.`,
 	f.BoolVar(&o.pprof, "broker-pprof", false, "start the broker with --pprof on a free port (printed) to profile it while the benchmark runs")
 	f.BoolVar(&o.compact, "compact", true, "after the run, also measure the index after a full compaction")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the queue choice")
+	f.DurationVar(&o.idle, "idle", 0, "after the clean restart, leave the broker idle this long and report its CPU use (0: skip)")
 	f.IntVar(&o.fileMaxQueues, "file-max-queues", 0, "run the file layout only at sizes of at most this many queues (0: at every size); measure larger ones separately with --runs 1")
 	return cmd
 }
@@ -193,6 +200,8 @@ func (o scaleOptions) validate() error {
 		return fmt.Errorf("--zipf-s %g: want > 1", o.zipfS)
 	case o.budget <= 0:
 		return errors.New("--budget must be positive")
+	case o.idle < 0 || o.idle >= o.budget:
+		return fmt.Errorf("--idle %s: want 0 (skip) or a duration under --budget (%s)", o.idle, o.budget)
 	}
 	return nil
 }
@@ -235,6 +244,11 @@ type scaleResult struct {
 	CleanStop    time.Duration
 	CleanRestart time.Duration
 	RestartNote  string
+	// IdleCPU is the broker's CPU time over Idle after the clean restart
+	// (--idle), IdleNamesrvCPU the name server's.
+	Idle           time.Duration
+	IdleCPU        time.Duration
+	IdleNamesrvCPU time.Duration
 
 	IndexLeft      indexUsage
 	IndexCompacted indexUsage
@@ -925,7 +939,7 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 	fmt.Fprintln(w, "file: consumequeue/), kvindex the Pebble tables incl. key index and configs, as the broker left them and compacted):")
 	var r table
 	r.add("store", "queues", "anon", "peak anon", "peak RSS", "peak fds", "peak maps", "commitlog", "kvindex tables", "kvindex WAL", "consumequeue", "cq apparent",
-		"cq B/msg", "kvindex B/msg", "compacted", "kill restart", "clean stop", "clean restart")
+		"cq B/msg", "kvindex B/msg", "compacted", "kill restart", "clean stop", "clean restart", "idle CPU")
 	for _, c := range configs {
 		m := func(f func(scaleResult) float64) float64 { return med(c, f) }
 		msgs := func(x scaleResult) float64 { return float64(x.Produce.TotalAcked) }
@@ -960,7 +974,8 @@ func runScale(ctx context.Context, w io.Writer, o scaleOptions) error {
 			perMsg(func(x scaleResult) float64 { return float64(x.IndexCompacted.Tables) }),
 			restartCell(c.runs, func(x scaleResult) time.Duration { return x.KillRestart }),
 			restartCell(c.runs, func(x scaleResult) time.Duration { return x.CleanStop }),
-			restartCell(c.runs, func(x scaleResult) time.Duration { return x.CleanRestart }))
+			restartCell(c.runs, func(x scaleResult) time.Duration { return x.CleanRestart }),
+			idleCell(c.runs, func(x scaleResult) time.Duration { return x.IdleCPU }))
 	}
 	if err := r.write(w); err != nil {
 		return err
@@ -1028,6 +1043,30 @@ func restartCell(runs []scaleResult, f func(scaleResult) time.Duration) string {
 	return cell
 }
 
+// idleCell gives the median share of a core used while idle over the runs
+// that measured it (--idle); "-" when none did.
+func idleCell(runs []scaleResult, f func(scaleResult) time.Duration) string {
+	var ok []scaleResult
+	for _, r := range runs {
+		if r.Idle > 0 {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) == 0 {
+		return "-"
+	}
+	share := medianOf(ok, func(r scaleResult) float64 { return float64(f(r)) / float64(r.Idle) })
+	return fmt.Sprintf("%.2f%%", 100*share)
+}
+
+// coreShare formats cpu over wall as a percentage of one core.
+func coreShare(cpu, wall time.Duration) string {
+	if wall <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*float64(cpu)/float64(wall))
+}
+
 // scaleLine summarises one run.
 func scaleLine(r scaleResult) string {
 	var b strings.Builder
@@ -1057,6 +1096,12 @@ func scaleLine(r scaleResult) string {
 	fmt.Fprintf(&b, "; restart after SIGKILL %s, clean stop %s, clean restart %s", fmtDur(r.KillRestart), fmtDur(r.CleanStop), fmtDur(r.CleanRestart))
 	if r.RestartNote != "" {
 		fmt.Fprintf(&b, " (%s)", r.RestartNote)
+	}
+	if r.Idle > 0 {
+		fmt.Fprintf(&b, "; idle %s: broker CPU %s (%s of a core)", fmtDur(r.Idle), fmtDur(r.IdleCPU), coreShare(r.IdleCPU, r.Idle))
+		if r.Namesrv.On {
+			fmt.Fprintf(&b, ", name server %s (%s)", fmtDur(r.IdleNamesrvCPU), coreShare(r.IdleNamesrvCPU, r.Idle))
+		}
 	}
 	for _, iu := range []struct {
 		name string
@@ -1260,6 +1305,25 @@ func scaleOnce(ctx context.Context, w io.Writer, o scaleOptions, store string, s
 		res.CleanRestart = d
 		return err
 	})
+	if o.idle > 0 {
+		phase("idle", func(ctx context.Context) error {
+			nsCPU := func() time.Duration {
+				if ns == nil {
+					return 0
+				}
+				d, _ := procCPU(strconv.Itoa(ns.pid))
+				return d
+			}
+			c0, n0 := brokerCPU(), nsCPU()
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(o.idle):
+			}
+			res.Idle, res.IdleCPU, res.IdleNamesrvCPU = o.idle, brokerCPU()-c0, nsCPU()-n0
+			return nil
+		})
+	}
 	if _, err := b.halt(false); err != nil && res.Stopped == "" {
 		res.Stopped = "final stop: " + err.Error()
 	}

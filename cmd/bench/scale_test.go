@@ -83,6 +83,7 @@ func TestScaleOptionsValidate(t *testing.T) {
 		"zipf-s": func(o *scaleOptions) { o.dist, o.zipfS = "zipf", 1 },
 		"window": func(o *scaleOptions) { o.window = 0 },
 		"budget": func(o *scaleOptions) { o.budget = 0 },
+		"idle":   func(o *scaleOptions) { o.idle = o.budget },
 	} {
 		o := ok
 		mod(&o)
@@ -121,14 +122,15 @@ func TestScaleSmoke(t *testing.T) {
 		t.Fatalf("a tiny configuration did not complete:\n%s", out)
 	}
 	// --file-max-queues keeps the file layout to the small size;
-	// --broker-pprof prints each broker's profiling address; --seed only
-	// has to be accepted.
+	// --broker-pprof prints each broker's profiling address; --idle
+	// reports each run's idle CPU; --seed only has to be accepted.
 	out = runBench(t, "scale", "--broker-bin", filepath.Join(bin, "broker"), "--dir", dir, "--sizes", "2x3,3x4",
 		"--messages", "100", "--producers", "2", "--inflight", "8", "--consumers", "2", "--window", "4", "--batch", "8",
 		"--runs", "1", "--budget", "1m", "--min-free", "0", "--file-max-queues", "6", "--seed", "7", "--broker-pprof",
-		"--broker-set", "mappedFileSizeCommitLog=8388608")
-	if strings.Count(out, " yes\n") != 3 || strings.Contains(out, "\nfile   12 ") || strings.Count(out, "broker pprof: http://127.0.0.1:") != 3 {
-		t.Fatalf("--file-max-queues 6 / --broker-pprof:\n%s", out)
+		"--idle", "300ms", "--broker-set", "mappedFileSizeCommitLog=8388608")
+	if strings.Count(out, " yes\n") != 3 || strings.Contains(out, "\nfile   12 ") || strings.Count(out, "broker pprof: http://127.0.0.1:") != 3 ||
+		strings.Count(out, "; idle 300 ms: broker CPU ") != 3 || !strings.Contains(out, "idle CPU") {
+		t.Fatalf("--file-max-queues 6 / --broker-pprof / --idle:\n%s", out)
 	}
 	left, err := os.ReadDir(dir)
 	if err != nil {
