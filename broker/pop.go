@@ -239,8 +239,39 @@ func (b *Broker) popCheck(req *remoting.Command, verb, group, topic string, queu
 	return sub, nil
 }
 
-// pop runs one pass of a pop.
+// pop runs one pass of a pop; a slave's answer says it is one
+// (markSlave).
 func (b *Broker) pop(conn *remoting.Conn, req *remoting.Command, p popHeader) *remoting.Command {
+	return b.markSlave(b.popPass(conn, req, p))
+}
+
+// markSlave sets remoting.FieldSlave on resp (nil: held, nothing to
+// mark) when the broker is a slave following its master: an answer of
+// POP, ack or change of invisible time that RocketMQ's slave gives as a
+// master would, which tells a client routed here as to the master, by a
+// route older than a controller-mode switch, to ask for the route again.
+// An acting master, which name servers route as its group's master,
+// does not set it.
+func (b *Broker) markSlave(resp *remoting.Command) *remoting.Command {
+	if resp == nil || b.specialServicesActive() {
+		return resp
+	}
+	if resp.ExtFields == nil {
+		resp.ExtFields = map[string]string{}
+	}
+	resp.ExtFields[remoting.FieldSlave] = "true"
+	return resp
+}
+
+// slaveMarked is process with its answers marked by markSlave.
+func (b *Broker) slaveMarked(process remoting.RespondFunc) remoting.RespondFunc {
+	return func(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return b.markSlave(process(ctx, conn, req))
+	}
+}
+
+// popPass runs one pass of a pop for pop.
+func (b *Broker) popPass(conn *remoting.Conn, req *remoting.Command, p popHeader) *remoting.Command {
 	now := time.Now().UnixMilli()
 	if now-p.bornTime-p.pollTime > popTimeoutTooMuch {
 		// With the header's fields, zero, as RocketMQ's: the Java client

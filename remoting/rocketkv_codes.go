@@ -70,3 +70,15 @@ const (
 	// predate it, whose segments are in <store root>/commitlog.
 	CheckpointFieldCommitLog = "storePathCommitLog"
 )
+
+// FieldSlave is a response ext field of rocketkv's own. A rocketkv broker
+// that is a slave following its master (not its group's acting master)
+// sets it to "true" on its answers to POP_MESSAGE, ACK_MESSAGE,
+// BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME. RocketMQ's slave
+// answers these as its master would, without a word of its role (a pop
+// read-only, an ack that changes nothing), and so does rocketkv's; the
+// field tells a client that took the broker for its group's master (the
+// gRPC proxy, whose cached route predates a controller-mode switch that
+// demoted it) that it is not. RocketMQ's clients decode only the fields of
+// their header classes, and pass over it.
+const FieldSlave = "rocketkvSlave"
