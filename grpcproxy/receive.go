@@ -185,44 +185,66 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		batch = s.cfg.ReceiveBatchSize
 	}
 	batch = min(batch, pop.MaxPopMessages) // as RocketMQ's proxy clamps it
-	r, err := s.routes.get(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
 	brokerName := req.GetMessageQueue().GetBroker().GetName()
-	addr, ok := r.masters[brokerName]
-	if !ok {
-		readable := r.readableBrokers()
-		if len(readable) == 0 {
-			return nil, fail(rmqpb.Code_FORBIDDEN, "topic %s has no readable queue", topic)
+	start := time.Now()
+	var (
+		addr     string
+		settings *rmqpb.Settings
+		res      popclient.PopResult
+	)
+	for moved := false; ; moved = true {
+		r, err := s.routes.get(ctx, topic)
+		if err != nil {
+			return nil, err
 		}
-		brokerName = readable[s.next.Add(1)%uint64(len(readable))].BrokerName
-		addr = r.masters[brokerName]
+		a, ok := r.masters[brokerName]
+		switch {
+		case moved && (!ok || a == addr):
+			// The route names no other master yet (it was asked
+			// again within refreshFloor, or the group is between
+			// masters): nothing this time; the client's next receive
+			// asks again.
+			return nil, nil
+		case !ok:
+			readable := r.readableBrokers()
+			if len(readable) == 0 {
+				return nil, fail(rmqpb.Code_FORBIDDEN, "topic %s has no readable queue", topic)
+			}
+			brokerName = readable[s.next.Add(1)%uint64(len(readable))].BrokerName
+			a = r.masters[brokerName]
+		}
+		addr = a
+		settings = s.consumerSettingsOf(ctx, who.clientID, r, group)
+		res, err = s.popAt(ctx, addr, brokerName, popclient.PopRequest{
+			Group: group, Topic: topic, QueueID: -1, MaxMsgNums: batch, InvisibleTime: invisible,
+			// Once moved, what is left of the poll time.
+			PollTime: max(poll-time.Since(start), 0), InitMode: popInitModeMax, Exp: exp, ExpType: expType,
+			Order: settings.GetSubscription().GetFifo(), AttemptID: req.GetAttemptId(),
+		})
+		slave := err == nil && answeredBySlave(res.Header)
+		if err != nil || slave || res.Code == remoting.SystemBusy || res.Code == remoting.ServiceNotAvailable {
+			s.routes.refusedBy(topic, addr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !slave {
+			break
+		}
+		// The broker the route names as master is a slave now (a
+		// controller-mode switch demoted it since the route was
+		// asked for). Its pop wrote nothing, as RocketMQ's slave's
+		// does not: what it found is not delivered (acks of it would
+		// change nothing, and the master would deliver it again) but
+		// popped from the master the route names once asked again,
+		// by this receive when it names another.
+		s.log.Debug().Str("topic", topic).Str("broker", addr).Int("found", len(res.Messages)).
+			Msg("the route's master answered a pop as a slave: asking for the route again")
+		if moved {
+			return nil, nil
+		}
 	}
-	settings := s.consumerSettingsOf(ctx, who.clientID, r, group)
-	rc, err := s.pool.Get(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	pc := popclient.New(rc, brokerName)
 	fifo := settings.GetSubscription().GetFifo()
-	// Not cancelled with the client: a broker's long poll goes on when its
-	// request is abandoned and pops what arrives, invisible for the
-	// whole invisible time. The answer is waited for, and what the gone
-	// client cannot take is nacked (visible again after a second).
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), poll+s.cfg.RequestTimeout)
-	defer cancel()
-	res, err := pc.Pop(cctx, popclient.PopRequest{
-		Group: group, Topic: topic, QueueID: -1, MaxMsgNums: batch, InvisibleTime: invisible,
-		PollTime: poll, InitMode: popInitModeMax, Exp: exp, ExpType: expType,
-		Order: fifo, AttemptID: req.GetAttemptId(),
-	})
-	if err != nil || res.Code == remoting.SystemBusy || res.Code == remoting.ServiceNotAvailable {
-		s.routes.refusedBy(topic, addr)
-	}
-	if err != nil {
-		return nil, err
-	}
 	switch res.Code {
 	case remoting.Success:
 	case remoting.PullNotFound, remoting.PollingTimeout:
@@ -275,6 +297,21 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		}
 	}
 	return out, nil
+}
+
+// popAt pops from the broker at addr. The pop is not cancelled with the
+// client: a broker's long poll goes on when its request is abandoned and
+// pops what arrives, invisible for the whole invisible time. The answer
+// is waited for, and what the gone client cannot take is nacked (visible
+// again after a second).
+func (s *Server) popAt(ctx context.Context, addr, brokerName string, req popclient.PopRequest) (popclient.PopResult, error) {
+	rc, err := s.pool.Get(ctx, addr)
+	if err != nil {
+		return popclient.PopResult{}, err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.PollTime+s.cfg.RequestTimeout)
+	defer cancel()
+	return popclient.New(rc, brokerName).Pop(cctx, req)
 }
 
 // nack makes messages that could not be streamed to the client visible
@@ -341,7 +378,9 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 	if err != nil {
 		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
 	}
-	resp, err := s.invoke(ctx, addr, 0, popclient.AckRequest(group, realTopic, h.Handle))
+	resp, err := s.invokeHandleMaster(ctx, topic, addr, h, func() *remoting.Command {
+		return popclient.AckRequest(group, realTopic, h.Handle)
+	})
 	if err != nil {
 		return err
 	}
@@ -349,6 +388,32 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 		return ackFailure("ack", resp)
 	}
 	return nil
+}
+
+// invokeHandleMaster sends the request build makes for a receipt handle
+// to addr, the master of the handle's broker group by the route of
+// topic. When a slave answers (answeredBySlave: a master demoted since
+// the route was asked for, whose ack changes nothing and whose change of
+// invisible time fails), the route is asked again (routes.refusedBy) and
+// the request sent once more, to the master the route names then: the
+// handle's broker group is the same, and its new master holds the
+// handle's checkpoint, copied to it while it was the old master's slave.
+// When the route names no other master yet, the slave's answer is the
+// result, as RocketMQ's proxy, which sends the request there until its
+// route's refresh, answers it.
+func (s *Server) invokeHandleMaster(ctx context.Context, topic, addr string, h Handle, build func() *remoting.Command) (*remoting.Command, error) {
+	resp, err := s.invoke(ctx, addr, 0, build())
+	if err != nil || !answeredBySlave(resp.ExtFields) {
+		return resp, err
+	}
+	s.routes.refusedBy(topic, addr)
+	moved, err := s.handleMaster(ctx, topic, h)
+	if err != nil || moved == addr {
+		return resp, nil
+	}
+	s.log.Debug().Str("topic", topic).Str("slave", addr).Str("master", moved).
+		Msg("the route's master answered as a slave: request sent to the master the route names now")
+	return s.invoke(ctx, moved, 0, build())
 }
 
 // ChangeInvisibleDuration makes a received message invisible for the given
@@ -386,7 +451,13 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeI
 	if err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))}, nil
 	}
-	nh, st, err := s.changeInvisible(ctx, addr, group, realTopic, h, d)
+	resp, err := s.invokeHandleMaster(ctx, topic, addr, h, func() *remoting.Command {
+		return popclient.ChangeInvisibleRequest(group, realTopic, h.Handle, d)
+	})
+	if err != nil {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
+	}
+	nh, st, err := changedHandle(h, resp)
 	if err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
 	}
@@ -401,6 +472,12 @@ func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic str
 	if err != nil {
 		return h, nil, err
 	}
+	return changedHandle(h, resp)
+}
+
+// changedHandle reads a broker's answer to a change of a handle's
+// invisible time into the new handle.
+func changedHandle(h Handle, resp *remoting.Command) (Handle, *rmqpb.Status, error) {
 	if resp.Code != remoting.Success {
 		return h, nil, ackFailure("changeInvisibleDuration", resp)
 	}

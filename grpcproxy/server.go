@@ -296,6 +296,17 @@ func masterRefused(resp *remoting.Command, err error) bool {
 	return resp.Code == remoting.SystemBusy || resp.Code == remoting.ServiceNotAvailable
 }
 
+// answeredBySlave reports whether a broker's answer says that it is a
+// slave following its master (remoting.FieldSlave: a rocketkv broker
+// marks so its answers to pops, acks and changes of invisible time,
+// which RocketMQ's slave gives as a master would). The proxy sends those
+// to the masters its routes name: a slave answering is a master demoted
+// since the route was asked for, and routes.refusedBy takes it from
+// there.
+func answeredBySlave(ext map[string]string) bool {
+	return ext[remoting.FieldSlave] == "true"
+}
+
 // invokeOneway sends one Remoting request to addr without waiting for an
 // answer; it returns once the request is queued on the connection, or
 // fails when that takes longer than the request timeout.

@@ -1,0 +1,304 @@
+package grpcproxy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/pop"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// fakePopBroker answers POP_MESSAGE with one new message a pop (its body
+// the broker's name and a count), ACK_MESSAGE and
+// CHANGE_MESSAGE_INVISIBLETIME with SUCCESS, counting them. Once demoted
+// it answers as a rocketkv slave does: pops found read-only, acks
+// SUCCESS, changes of invisible time SYSTEM_ERROR, each marked
+// remoting.FieldSlave.
+type fakePopBroker struct {
+	name  string
+	addr  string
+	slave atomic.Bool
+
+	mu                    sync.Mutex
+	pops, acks, changes   int
+	ackedOffsets, changed []int64
+}
+
+func startFakePopBroker(t *testing.T, name string) *fakePopBroker {
+	t.Helper()
+	b := &fakePopBroker{name: name}
+	mux := remoting.NewMux()
+	mux.HandleFunc(remoting.PopMessage, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		_ = conn.Reply(req, b.mark(b.popAnswer(req)))
+	})
+	mux.HandleFunc(remoting.AckMessage, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		b.mu.Lock()
+		b.acks++
+		if !b.slave.Load() {
+			off, _ := remoting.Header(req.ExtFields).Int64("offset")
+			b.ackedOffsets = append(b.ackedOffsets, off)
+		}
+		b.mu.Unlock()
+		_ = conn.Reply(req, b.mark(remoting.NewResponse(req, remoting.Success, "")))
+	})
+	mux.HandleFunc(remoting.ChangeMessageInvisibleTime, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		b.mu.Lock()
+		b.changes++
+		b.mu.Unlock()
+		if b.slave.Load() {
+			_ = conn.Reply(req, b.mark(remoting.NewResponse(req, remoting.SystemError, "")))
+			return
+		}
+		off, _ := remoting.Header(req.ExtFields).Int64("offset")
+		b.mu.Lock()
+		b.changed = append(b.changed, off)
+		b.mu.Unlock()
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		h := remoting.Header{}
+		h.SetInt64("popTime", time.Now().UnixMilli())
+		h.SetInt64("invisibleTime", 30000)
+		h.SetInt32("reviveQid", 0)
+		resp.ExtFields = h
+		_ = conn.Reply(req, resp)
+	})
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	b.addr = srv.Addr().String()
+	return b
+}
+
+// mark marks resp as a slave's answer once the broker is demoted.
+func (b *fakePopBroker) mark(resp *remoting.Command) *remoting.Command {
+	if b.slave.Load() {
+		if resp.ExtFields == nil {
+			resp.ExtFields = map[string]string{}
+		}
+		resp.ExtFields[remoting.FieldSlave] = "true"
+	}
+	return resp
+}
+
+// popAnswer is a pop's answer: one message of queue 0 at the next offset.
+func (b *fakePopBroker) popAnswer(req *remoting.Command) *remoting.Command {
+	b.mu.Lock()
+	b.pops++
+	off := int64(b.pops - 1)
+	b.mu.Unlock()
+	topic := req.ExtFields["topic"]
+	now := time.Now().UnixMilli()
+	m := commitlog.Message{Topic: topic, QueueID: 0, QueueOffset: off, PhyOffset: 1000 + off, BornTimestamp: now, StoreTimestamp: now,
+		BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+		Body:       []byte(fmt.Sprintf("%s-%d", b.name, off)),
+		Properties: commitlog.FormatProperties(map[string]string{commitlog.PropertyUniqID: fmt.Sprintf("7F00000100002A9F0000%012X", off)})}
+	body, err := commitlog.AppendRecord(nil, &m)
+	if err != nil {
+		return remoting.NewResponse(req, remoting.SystemError, err.Error())
+	}
+	var ib pop.InfoBuilder
+	ib.AddQueue(pop.FlagNormal, 0, off, []int64{off})
+	resp := remoting.NewResponse(req, remoting.Success, "FOUND")
+	h := remoting.Header{}
+	h.SetInt64("popTime", now)
+	h.SetInt64("invisibleTime", 30000)
+	h.SetInt32("reviveQid", 0)
+	h.SetInt64("restNum", 0)
+	h.Set("startOffsetInfo", ib.StartOffsetInfo())
+	h.Set("msgOffsetInfo", ib.MsgOffsetInfo())
+	resp.ExtFields = h
+	resp.Body = body
+	return resp
+}
+
+// counts returns the requests the broker answered.
+func (b *fakePopBroker) counts() (pops, acks, changes int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pops, b.acks, b.changes
+}
+
+// offsets returns the offsets the broker acknowledged and changed the
+// invisible time of as a master.
+func (b *fakePopBroker) offsets() (acked, changed string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprint(b.ackedOffsets), fmt.Sprint(b.changed)
+}
+
+// switchRig is a proxy in front of a name server whose route of every
+// topic names broker group broker-a's master old, then elected, the
+// route cache's TTL an hour and its refresh floor (routes.floor) floor.
+type switchRig struct {
+	ns           *switchingNamesrv
+	old, elected *fakePopBroker
+	c            *testCluster
+}
+
+func startSwitchRig(t *testing.T, floor time.Duration) *switchRig {
+	t.Helper()
+	r := &switchRig{old: startFakePopBroker(t, "old"), elected: startFakePopBroker(t, "elected")}
+	r.ns = startSwitchingNamesrv(t, routeOf(r.old.addr))
+	cfg := DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.NamesrvAddrs = []string{r.ns.addr}
+	cfg.RouteTTL = time.Hour
+	cfg.RequestTimeout = 2 * time.Second
+	cfg.MinLongPolling = 500 * time.Millisecond
+	cfg.MinInvisible = time.Second
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	p.routes.floor = floor
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatalf("start proxy: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = p.Shutdown(ctx)
+	})
+	conn, err := grpc.NewClient(p.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dial proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	r.c = &testCluster{proxy: p, rpc: rmqpb.NewMessagingServiceClient(conn)}
+	return r
+}
+
+// receive receives once from topic, failing the test unless exactly
+// one message comes, whose body it returns with the message.
+func (r *switchRig) receive(t *testing.T, topic string) (string, *rmqpb.Message) {
+	t.Helper()
+	st, msgs := r.c.receiveOnce(t, "C", receiveRequest("G", topic, 30*time.Second, time.Second), 10*time.Second)
+	if st.GetCode() != rmqpb.Code_OK || len(msgs) != 1 {
+		t.Fatalf("receive from %s answered %v with %d messages, want OK with one", topic, st, len(msgs))
+	}
+	return string(msgs[0].GetBody()), msgs[0]
+}
+
+// demote has the old master answer as a slave and the name server route
+// the elected one.
+func (r *switchRig) demote() {
+	r.old.slave.Store(true)
+	r.ns.route.Store(ptr(routeOf(r.elected.addr)))
+}
+
+// A proxy that only receives a topic (no send of it to be refused) pops
+// from the master its cached route names, long before the route's TTL
+// ends, once that master answers a pop as a slave (a controller-mode
+// switch demoted it): the slave's read-only find is not delivered, the
+// route is asked again and the receive pops from the elected master.
+// Without it the proxy popped from the slave for the route's TTL.
+func TestReceiveOnlyProxyFollowsADemotedMaster(t *testing.T) {
+	r := startSwitchRig(t, 0)
+	if body, _ := r.receive(t, "T"); body != "old-0" {
+		t.Fatalf("receive before the switch: %q, want old-0", body)
+	}
+	r.demote()
+	if body, _ := r.receive(t, "T"); body != "elected-0" {
+		t.Fatalf("receive after the switch: %q, want elected-0 (the slave's find is not delivered)", body)
+	}
+	if body, _ := r.receive(t, "T"); body != "elected-1" {
+		t.Fatalf("second receive after the switch: %q, want elected-1", body)
+	}
+	if pops, _, _ := r.old.counts(); pops != 2 {
+		t.Fatalf("the demoted master was popped %d times, want 2 (once after the switch, which it answered as a slave)", pops)
+	}
+}
+
+// An ack or a change of invisible time of a message received before the
+// switch, which the old master, still the route's master, answers as a
+// slave, is sent again to the master the route names once asked again;
+// the answer is that master's.
+func TestAckAfterSwitchReachesTheElectedMaster(t *testing.T) {
+	r := startSwitchRig(t, 0)
+	_, first := r.receive(t, "T")
+	_, second := r.receive(t, "T")
+	r.demote()
+
+	resp, err := r.c.rpc.AckMessage(callCtx(t, "C", 10*time.Second), &rmqpb.AckMessageRequest{
+		Group: &rmqpb.Resource{Name: "G"}, Topic: &rmqpb.Resource{Name: "T"},
+		Entries: []*rmqpb.AckMessageEntry{{MessageId: first.GetSystemProperties().GetMessageId(), ReceiptHandle: first.GetSystemProperties().GetReceiptHandle()}},
+	})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("ack after the switch: %v %v", resp.GetStatus(), err)
+	}
+	_, oldAcks, _ := r.old.counts()
+	_, elAcks, _ := r.elected.counts()
+	if acked, _ := r.elected.offsets(); oldAcks != 1 || elAcks != 1 || acked != "[0]" {
+		t.Fatalf("ack after the switch: old master asked %d times, elected %d times (offsets %s); want once each, offset 0 at the elected",
+			oldAcks, elAcks, acked)
+	}
+
+	// The route now names the elected master: the change goes there at
+	// once.
+	cresp, err := r.c.rpc.ChangeInvisibleDuration(callCtx(t, "C", 10*time.Second), &rmqpb.ChangeInvisibleDurationRequest{
+		Group: &rmqpb.Resource{Name: "G"}, Topic: &rmqpb.Resource{Name: "T"},
+		ReceiptHandle: second.GetSystemProperties().GetReceiptHandle(), InvisibleDuration: durationpb.New(5 * time.Second),
+		MessageId: second.GetSystemProperties().GetMessageId(),
+	})
+	if err != nil || cresp.GetStatus().GetCode() != rmqpb.Code_OK || cresp.GetReceiptHandle() == "" {
+		t.Fatalf("change of invisible time after the switch: %v %v", cresp.GetStatus(), err)
+	}
+	_, _, oldChanges := r.old.counts()
+	if _, changed := r.elected.offsets(); oldChanges != 0 || changed != "[1]" {
+		t.Fatalf("change after the switch: old master asked %d times, elected changed %s; want none, [1]", oldChanges, changed)
+	}
+}
+
+// A change of invisible time the old master, still the route's master,
+// answers as a slave (SYSTEM_ERROR: it cannot write the checkpoint) is
+// sent again to the elected master, and answered OK.
+func TestChangeInvisibleAfterSwitchReachesTheElectedMaster(t *testing.T) {
+	r := startSwitchRig(t, 0)
+	_, m := r.receive(t, "T")
+	r.demote()
+	resp, err := r.c.rpc.ChangeInvisibleDuration(callCtx(t, "C", 10*time.Second), &rmqpb.ChangeInvisibleDurationRequest{
+		Group: &rmqpb.Resource{Name: "G"}, Topic: &rmqpb.Resource{Name: "T"},
+		ReceiptHandle: m.GetSystemProperties().GetReceiptHandle(), InvisibleDuration: durationpb.New(5 * time.Second),
+		MessageId: m.GetSystemProperties().GetMessageId(),
+	})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("change of invisible time after the switch: %v %v", resp.GetStatus(), err)
+	}
+	_, _, oldChanges := r.old.counts()
+	if _, changed := r.elected.offsets(); oldChanges != 1 || changed != "[0]" {
+		t.Fatalf("change after the switch: old master asked %d times, elected changed %s; want once, [0]", oldChanges, changed)
+	}
+}
+
+// A demoted master's answer within the refresh floor of its route (the
+// route was asked for less than refreshFloor ago) does not have the
+// route asked again: the receive answers MESSAGE_NOT_FOUND, the slave's
+// find not delivered, and pops no other broker.
+func TestReceiveFromADemotedMasterKeepsTheRefreshFloor(t *testing.T) {
+	r := startSwitchRig(t, time.Hour)
+	if body, _ := r.receive(t, "T"); body != "old-0" {
+		t.Fatalf("receive before the switch: %q, want old-0", body)
+	}
+	asked := r.ns.asked.Load()
+	r.demote()
+	st, msgs := r.c.receiveOnce(t, "C", receiveRequest("G", "T", 30*time.Second, time.Second), 10*time.Second)
+	if st.GetCode() != rmqpb.Code_MESSAGE_NOT_FOUND || len(msgs) != 0 {
+		t.Fatalf("receive after the switch within the floor: %v with %d messages, want MESSAGE_NOT_FOUND", st, len(msgs))
+	}
+	if pops, _, _ := r.elected.counts(); pops != 0 || r.ns.asked.Load() != asked {
+		t.Fatalf("within the floor: the elected master popped %d times, the name server asked %d more times; want neither", pops, r.ns.asked.Load()-asked)
+	}
+}
