@@ -163,13 +163,15 @@ const refreshFloor = time.Second
 
 // refusedBy notes that the master at addr refused a request for topic
 // as a slave or a switching broker refuses it (SYSTEM_BUSY from a slave,
-// SERVICE_NOT_AVAILABLE while a controller-mode broker changes role), or
-// could not be reached (a master that stopped): once the cached route
-// that names addr as a master is refreshFloor old, the next call of the
-// topic waits for the name servers to be asked again, so that a client's
-// retry reaches the master elected meanwhile instead of the refusing
-// broker until the route's TTL (topicRouteServiceCacheRefreshSeconds, 20
-// s by default) runs out.
+// SERVICE_NOT_AVAILABLE while a controller-mode broker changes role),
+// answered a pop, an ack or a change of invisible time as a rocketkv
+// slave does (answeredBySlave: a demoted master, which a proxy that only
+// receives learns of so), or could not be reached (a master that
+// stopped): once the cached route that names addr as a master is
+// refreshFloor old, the next call of the topic waits for the name
+// servers to be asked again, so that a client's retry reaches the master
+// elected meanwhile instead of the refusing broker until the route's TTL
+// (topicRouteServiceCacheRefreshSeconds, 20 s by default) runs out.
 func (rs *routes) refusedBy(topic, addr string) {
 	r, ok := rs.cache.Peek(topic)
 	if !ok || time.Since(r.at) < rs.floor {
