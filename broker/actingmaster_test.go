@@ -148,6 +148,12 @@ func testSlaveActsAsMaster(t *testing.T, notify bool) {
 	if len(res.Messages) != 3 {
 		t.Fatalf("pop from the acting master: %d messages, want 3", len(res.Messages))
 	}
+	// The route names it as master, rightly: its answer is not marked as
+	// a slave's, which would have the gRPC proxy ask for the route again
+	// and again.
+	if _, ok := res.Header[remoting.FieldSlave]; ok {
+		t.Fatalf("the acting master's pop answer is marked %s, as a slave's following its master", remoting.FieldSlave)
+	}
 
 	// The master back, at a new address: the slave follows it again.
 	master2 := startTestBrokerAt(t, masterStore, masterSettings)
