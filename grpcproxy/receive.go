@@ -293,7 +293,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 			return nil, fail(rmqpb.Code_MESSAGE_NOT_FOUND, "The client [%s] is disconnected.", who.clientID)
 		}
 		for _, p := range out {
-			s.renewer.add(who.clientID, p.handle.String(), held{handle: p.handle, group: p.group, topic: p.topic, addr: p.addr, reconsumed: p.reconsumed}, invisible)
+			s.renewer.add(who.clientID, p.handle.String(), held{handle: p.handle, group: p.group, topic: p.topic, routeTopic: topic, addr: p.addr, reconsumed: p.reconsumed}, invisible)
 		}
 	}
 	return out, nil
@@ -378,7 +378,7 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 	if err != nil {
 		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err)
 	}
-	resp, err := s.invokeHandleMaster(ctx, topic, addr, h, func() *remoting.Command {
+	resp, _, err := s.invokeHandleMaster(ctx, topic, addr, h, func() *remoting.Command {
 		return popclient.AckRequest(group, realTopic, h.Handle)
 	})
 	if err != nil {
@@ -401,19 +401,21 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 // When the route names no other master yet, the slave's answer is the
 // result, as RocketMQ's proxy, which sends the request there until its
 // route's refresh, answers it.
-func (s *Server) invokeHandleMaster(ctx context.Context, topic, addr string, h Handle, build func() *remoting.Command) (*remoting.Command, error) {
+// It returns the answer and the address of the broker that gave it.
+func (s *Server) invokeHandleMaster(ctx context.Context, topic, addr string, h Handle, build func() *remoting.Command) (*remoting.Command, string, error) {
 	resp, err := s.invoke(ctx, addr, 0, build())
 	if err != nil || !answeredBySlave(resp.ExtFields) {
-		return resp, err
+		return resp, addr, err
 	}
 	s.routes.refusedBy(topic, addr)
 	moved, err := s.handleMaster(ctx, topic, h)
 	if err != nil || moved == addr {
-		return resp, nil
+		return resp, addr, nil
 	}
 	s.log.Debug().Str("topic", topic).Str("slave", addr).Str("master", moved).
 		Msg("the route's master answered as a slave: request sent to the master the route names now")
-	return s.invoke(ctx, moved, 0, build())
+	resp, err = s.invoke(ctx, moved, 0, build())
+	return resp, moved, err
 }
 
 // ChangeInvisibleDuration makes a received message invisible for the given
@@ -451,17 +453,11 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeI
 	if err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))}, nil
 	}
-	resp, err := s.invokeHandleMaster(ctx, topic, addr, h, func() *remoting.Command {
-		return popclient.ChangeInvisibleRequest(group, realTopic, h.Handle, d)
-	})
+	nh, _, err := s.changeInvisibleAt(ctx, topic, addr, group, realTopic, h, d)
 	if err != nil {
 		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
 	}
-	nh, st, err := changedHandle(h, resp)
-	if err != nil {
-		return &rmqpb.ChangeInvisibleDurationResponse{Status: statusOf(err)}, nil
-	}
-	return &rmqpb.ChangeInvisibleDurationResponse{Status: st, ReceiptHandle: nh.String()}, nil
+	return &rmqpb.ChangeInvisibleDurationResponse{Status: okStatus(), ReceiptHandle: nh.String()}, nil
 }
 
 // changeInvisible sends CHANGE_MESSAGE_INVISIBLETIME for a handle on the
@@ -473,6 +469,27 @@ func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic str
 		return h, nil, err
 	}
 	return changedHandle(h, resp)
+}
+
+// changeInvisibleAt is changeInvisible for a handle whose broker group's
+// master is addr by the route of routeTopic (the topic the message was
+// received from), following the group's master to where the route names
+// it when addr answers as a slave (invokeHandleMaster); it returns the
+// new handle and the address of the broker that changed it. Without a
+// routeTopic the request goes to addr alone.
+func (s *Server) changeInvisibleAt(ctx context.Context, routeTopic, addr, group, realTopic string, h Handle, d time.Duration) (Handle, string, error) {
+	if routeTopic == "" {
+		nh, _, err := s.changeInvisible(ctx, addr, group, realTopic, h, d)
+		return nh, addr, err
+	}
+	resp, used, err := s.invokeHandleMaster(ctx, routeTopic, addr, h, func() *remoting.Command {
+		return popclient.ChangeInvisibleRequest(group, realTopic, h.Handle, d)
+	})
+	if err != nil {
+		return h, addr, err
+	}
+	nh, _, err := changedHandle(h, resp)
+	return nh, used, err
 }
 
 // changedHandle reads a broker's answer to a change of a handle's

@@ -148,7 +148,7 @@ type switchRig struct {
 	c            *testCluster
 }
 
-func startSwitchRig(t *testing.T, floor time.Duration) *switchRig {
+func startSwitchRig(t *testing.T, floor time.Duration, mutate ...func(*Config)) *switchRig {
 	t.Helper()
 	r := &switchRig{old: startFakePopBroker(t, "old"), elected: startFakePopBroker(t, "elected")}
 	r.ns = startSwitchingNamesrv(t, routeOf(r.old.addr))
@@ -159,6 +159,9 @@ func startSwitchRig(t *testing.T, floor time.Duration) *switchRig {
 	cfg.RequestTimeout = 2 * time.Second
 	cfg.MinLongPolling = 500 * time.Millisecond
 	cfg.MinInvisible = time.Second
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
@@ -300,5 +303,41 @@ func TestReceiveFromADemotedMasterKeepsTheRefreshFloor(t *testing.T) {
 	}
 	if pops, _, _ := r.elected.counts(); pops != 0 || r.ns.asked.Load() != asked {
 		t.Fatalf("within the floor: the elected master popped %d times, the name server asked %d more times; want neither", pops, r.ns.asked.Load()-asked)
+	}
+}
+
+// The renewals of a message received with auto renew before the switch
+// follow the group's master too: the first the old master answers as a
+// slave goes again to the elected master, and the next go there
+// directly.
+func TestRenewalAfterSwitchReachesTheElectedMaster(t *testing.T) {
+	r := startSwitchRig(t, 0, func(cfg *Config) {
+		cfg.DefaultInvisible = 3 * time.Second
+		cfg.RenewAhead = 2 * time.Second
+		cfg.RenewPeriod = 100 * time.Millisecond
+		cfg.RenewPolicy = []time.Duration{3 * time.Second}
+	})
+	req := receiveRequest("G", "T", 0, time.Second)
+	req.AutoRenew = true
+	st, msgs := r.c.receiveOnce(t, "C", req, 10*time.Second)
+	if st.GetCode() != rmqpb.Code_OK || len(msgs) != 1 || string(msgs[0].GetBody()) != "old-0" {
+		t.Fatalf("receive before the switch: %v with %d messages, want old-0", st, len(msgs))
+	}
+	r.demote()
+	// Renewed at about 1 s and 2 s after the receive (a hang guard, not
+	// a measure).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, changed := r.elected.offsets(); changed == "[0 0]" {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, changed := r.elected.offsets()
+			t.Fatalf("the elected master renewed offsets %s in 20 s, want [0 0]", changed)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, oldChanges := r.old.counts(); oldChanges != 1 {
+		t.Fatalf("the demoted master was asked %d renewals, want 1 (the first, which it answered as a slave)", oldChanges)
 	}
 }

@@ -66,9 +66,16 @@ type renewJob struct {
 // pause of a give-back). The message itself, its body above all, is not
 // kept while the client works on it.
 type held struct {
-	handle     Handle
-	group      string
-	topic      string // the real topic: the retry topic for retried messages
+	handle Handle
+	group  string
+	topic  string // the real topic: the retry topic for retried messages
+	// routeTopic is the topic received from, whose route names the
+	// master of the handle's broker group: a master demoted since the
+	// message was popped answers as a slave, and the renewals follow
+	// the group's master to where the route names it then, as
+	// RocketMQ's proxy resolves the broker of a handle by its name at
+	// every renewal.
+	routeTopic string
 	addr       string
 	reconsumed int
 }
@@ -299,7 +306,7 @@ func (r *renewer) process(ctx context.Context, q renewJob) {
 // clear makes a message of a client gone away visible again after
 // Config.ClearInvisible (RocketMQ proxy's invisibleTimeMillisWhenClear).
 func (r *renewer) clear(ctx context.Context, clientID string, p held) {
-	if _, _, err := r.s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, r.s.cfg.ClearInvisible); err != nil {
+	if _, _, err := r.s.changeInvisibleAt(ctx, p.routeTopic, p.addr, p.group, p.topic, p.handle, r.s.cfg.ClearInvisible); err != nil {
 		r.s.log.Warn().Err(err).Str("client", clientID).Str("group", p.group).Msg("message of a client gone away not made visible again; it is after its invisible time")
 	}
 }
@@ -316,12 +323,12 @@ func (r *renewer) renewTime(renewed int) time.Duration {
 // MaxRenewRetry times; one the broker refused is not (the message was
 // acknowledged meanwhile, or its handle is no longer the broker's).
 func (r *renewer) renewOne(ctx context.Context, q renewJob, p held, invisible time.Duration) {
-	nh, _, err := r.s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, invisible)
+	nh, addr, err := r.s.changeInvisibleAt(ctx, p.routeTopic, p.addr, p.group, p.topic, p.handle, invisible)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case err == nil:
-		q.rn.p.handle = nh
+		q.rn.p.handle, q.rn.p.addr = nh, addr
 		q.rn.expires = time.Now().Add(invisible)
 		q.rn.renewed++
 		q.rn.failed = 0
@@ -339,7 +346,7 @@ func (r *renewer) renewOne(ctx context.Context, q renewJob, p held, invisible ti
 // delivery (RocketMQ proxy's STOP_RENEW), as if the client had nacked it.
 func (r *renewer) giveBack(ctx context.Context, q renewJob, p held) {
 	pause := r.s.groupPolicyAt(ctx, []string{p.addr}, p.group).retry.NextDelay(p.reconsumed)
-	if _, _, err := r.s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, pause); err != nil {
+	if _, _, err := r.s.changeInvisibleAt(ctx, p.routeTopic, p.addr, p.group, p.topic, p.handle, pause); err != nil {
 		r.s.log.Warn().Err(err).Str("client", q.clientID).Str("group", p.group).Msg("message renewed for the maximum time not given back; it is delivered again after its invisible time")
 	} else {
 		r.s.log.Info().Str("client", q.clientID).Str("group", p.group).Str("handle", q.msgID).Dur("after", pause).
