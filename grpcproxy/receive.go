@@ -234,10 +234,10 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		// The broker the route names as master is a slave now (a
 		// controller-mode switch demoted it since the route was
 		// asked for). Its pop wrote nothing, as RocketMQ's slave's
-		// does not: what it found is not delivered (acks of it would
-		// change nothing, and the master would deliver it again) but
-		// popped from the master the route names once asked again,
-		// by this receive when it names another.
+		// writes nothing: what it found is not delivered (acks of it
+		// would change nothing, and the master would deliver it
+		// again) but popped from the master the route names once
+		// asked again, by this receive when it names another.
 		s.log.Debug().Str("topic", topic).Str("broker", addr).Int("found", len(res.Messages)).
 			Msg("the route's master answered a pop as a slave: asking for the route again")
 		if moved {
