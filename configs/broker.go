@@ -615,6 +615,9 @@ type Broker struct {
 	// Logging.
 	LogLevel  string
 	LogFormat string
+	// Log is where the log lines go: standard error, or a rolled file
+	// (broker.log) in Log.Dir.
+	Log LogFile
 }
 
 // DefaultStoreRoot is RocketMQ's default store root, ~/store.

@@ -153,6 +153,9 @@ type ControllerFile struct {
 	LogLevel string
 	// LogFormat is auto, console or json.
 	LogFormat string
+	// Log is where the log lines go: standard error, or a rolled file
+	// (controller.log) in Log.Dir.
+	Log LogFile
 }
 
 // DialTLS reports whether the controller dials brokers with TLS.
@@ -168,7 +171,7 @@ var controllerFileFields = slices.Concat(controllerFields(func(c *ControllerFile
 	proxyProtocolFields(func(c *ControllerFile) *ProxyProtocol { return &c.ProxyProtocol }), []field[ControllerFile]{
 		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(c *ControllerFile) *string { return &c.LogLevel }),
 		oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(c *ControllerFile) *string { return &c.LogFormat }),
-	})
+	}, logFileFields(controllerLogMaxSizeMiB, controllerLogMaxRolled, func(c *ControllerFile) *LogFile { return &c.Log }))
 
 // controllerFileInert adds the keys of ControllerStartup's other objects.
 var controllerFileInert = slices.Concat(controllerInert[ControllerFile](), nettyServerInert[ControllerFile](), []inert[ControllerFile]{

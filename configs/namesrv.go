@@ -84,6 +84,9 @@ type Namesrv struct {
 	// LogFormat is auto (console on a terminal, JSON otherwise), console or
 	// json.
 	LogFormat string
+	// Log is where the log lines go: standard error, or a rolled file
+	// (namesrv.log) in Log.Dir.
+	Log LogFile
 }
 
 // DialTLS reports whether the name server (and its embedded controller)
@@ -114,7 +117,7 @@ var namesrvFields = slices.Concat([]field[Namesrv]{
 	[]field[Namesrv]{tlsEnableField(func(n *Namesrv) *string { return &n.TLSEnable })}, proxyProtocolFields(func(n *Namesrv) *ProxyProtocol { return &n.ProxyProtocol }), listenerFields(func(n *Namesrv) *Listener { return &n.Listener }), []field[Namesrv]{
 		oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(n *Namesrv) *string { return &n.LogLevel }),
 		oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(n *Namesrv) *string { return &n.LogFormat }),
-	})
+	}, logFileFields(namesrvLogMaxSizeMiB, namesrvLogMaxRolled, func(n *Namesrv) *LogFile { return &n.Log }))
 
 // namesrvSchema is the name server's key table with its lookups.
 var namesrvSchema = newSchema(namesrvFields, nil).withInert(slices.Concat(namesrvInert, namesrvClientInert, nettyServerInert[Namesrv](), controllerInert[Namesrv]()))

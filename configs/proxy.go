@@ -154,6 +154,10 @@ type Proxy struct {
 	LogLevel string
 	// LogFormat is auto, console or json.
 	LogFormat string
+	// Log is where the log lines go: standard error, or a rolled file
+	// (proxy.log) in Log.Dir. A proxy run in the broker's process
+	// (--enable-proxy) writes to the broker's log.
+	Log LogFile
 }
 
 // proxyFields is the single list of keys the proxy understands; proxy.yaml
@@ -229,7 +233,7 @@ var proxyFields = slices.Concat([]field[Proxy]{
 }, proxyProtocolFields(func(p *Proxy) *ProxyProtocol { return &p.ProxyProtocol }), []field[Proxy]{
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(p *Proxy) *string { return &p.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(p *Proxy) *string { return &p.LogFormat }),
-})
+}, logFileFields(proxyLogMaxSizeMiB, proxyLogMaxRolled, func(p *Proxy) *LogFile { return &p.Log }))
 
 // Values of metricCollectorMode.
 const (

@@ -71,6 +71,8 @@ func TestProxyDefaultsAreRocketMQs(t *testing.T) {
 		ProxyProtocol:               ProxyProtocol{Enable: true},
 		LogLevel:                    "info",
 		LogFormat:                   "auto",
+		// rmq.proxy.logback.xml's proxy.log: 128MB, maxIndex 10.
+		Log: LogFile{MaxSizeMiB: 128, MaxRolledFiles: 10, Compress: true},
 	}
 	if got := DefaultProxy(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("defaults\n%+v\nwant RocketMQ proxy's\n%+v", got, want)
