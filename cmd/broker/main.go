@@ -204,16 +204,19 @@ func loadConfig(o options) (configs.Loaded, error) {
 	return configs.LoadBrokerFrom(o.config, defaults, overrides)
 }
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
 	loaded, err := loadConfig(o)
 	if err != nil {
 		return err
 	}
 	cfg := loaded.Broker
-	log, err := logging.New(os.Stderr, cfg.LogLevel, logging.Format(cfg.LogFormat))
+	log, out, err := logging.Start("broker", cfg.Log, cfg.LogLevel, logging.Format(cfg.LogFormat), os.Stderr)
 	if err != nil {
 		return err
 	}
+	// The file, when logDir names one, gets the error the run ends with
+	// and is closed last.
+	defer func() { out.Finish(log, err) }()
 	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	gcPercent, memoryLimit := applyGCSettings(cfg, os.Getenv)
 	gcLog := log.Info().Int("gcPercent", gcPercent)
@@ -293,6 +296,10 @@ func startProxy(ctx context.Context, path string, cfg configs.Broker, log zerolo
 	}
 	plog := log.With().Str("component", "grpcproxy").Logger()
 	logging.IgnoredKeys(plog, path, loaded.UnknownKeys, loaded.InertKeys)
+	if loaded.Proxy.Log.Dir != "" {
+		plog.Warn().Str("logDir", loaded.Proxy.Log.Dir).Str("file", path).
+			Msg("the proxy's logDir has no effect with --enable-proxy: its lines go to the broker's log")
+	}
 	pc, err := grpcproxy.ConfigFrom(loaded.Proxy, log)
 	if err != nil {
 		return nil, err

@@ -129,16 +129,19 @@ func printConfig(w, warnings io.Writer, o options) error {
 }
 
 // run serves until ctx is done, then shuts down.
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
 	loaded, err := configs.LoadControllerFrom(o.config, o.overrides)
 	if err != nil {
 		return err
 	}
 	set := loaded.Controller
-	log, err := logging.New(os.Stderr, set.LogLevel, logging.Format(set.LogFormat))
+	log, out, err := logging.Start("controller", set.Log, set.LogLevel, logging.Format(set.LogFormat), os.Stderr)
 	if err != nil {
 		return err
 	}
+	// The file, when logDir names one, gets the error the run ends with
+	// and is closed last.
+	defer func() { out.Finish(log, err) }()
 	logging.IgnoredKeys(log, o.config, loaded.UnknownKeys, loaded.InertKeys)
 	var rs remoting.ServerConfig
 	listenconf.Apply(&rs, set.Listener, set.ProxyProtocol)

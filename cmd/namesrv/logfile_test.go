@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// With logDir the name server's lines go to namesrv.log there, closed at
+// the stop; stderr (what nohup redirects) keeps only the line naming the
+// file. Without it they stay on stderr (TestServesAndStopsOnSignal).
+func TestLogDirWritesNamesrvLog(t *testing.T) {
+	addr := freeAddr(t)
+	dir := filepath.Join(t.TempDir(), "logs", "rocketmqlogs")
+	cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json", "--set", "logDir="+dir)
+	cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		c, err := remoting.Dial(ctx, addr, remoting.ClientOptions{})
+		if err == nil {
+			_ = c.Close()
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("name server never listened: %v\n%s", err, stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, stderr)
+		}
+	case <-ctx.Done():
+		t.Fatalf("no exit after SIGTERM\n%s", stderr)
+	}
+	path := filepath.Join(dir, "namesrv.log")
+	if want := "namesrv: logging to " + path + "\n"; stderr.String() != want {
+		t.Fatalf("stderr %q, want %q", stderr.String(), want)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"message":"logging to a file rolled by size"`, `"logMaxSizeMiB":100`, `"logMaxRolledFiles":5`, "remoting server stopped"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("namesrv.log lacks %s:\n%s", want, raw)
+		}
+	}
+}
+
+// A log directory that cannot be made stops the start with an error
+// naming logDir, before the name server listens.
+func TestUnusableLogDirStopsTheStart(t *testing.T) {
+	file := testutil.WriteFile(t, "not-a-dir", "")
+	addr := freeAddr(t)
+	_, err := execute(t, "--listen", addr, "--set", "logDir="+file+"/logs")
+	if err == nil || !strings.Contains(err.Error(), "logDir "+file+"/logs") {
+		t.Fatalf("start with an unusable logDir: %v", err)
+	}
+}
