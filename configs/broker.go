@@ -3,6 +3,7 @@ package configs
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -616,8 +617,25 @@ type Broker struct {
 	LogLevel  string
 	LogFormat string
 	// Log is where the log lines go: standard error, or a rolled file
-	// (broker.log) in Log.Dir.
+	// (broker.log) in Log.Dir (see LogFile for the directory in force).
 	Log LogFile
+	// IsolateLogEnable puts the log file in a directory of the broker's
+	// own under Log.Dir, <brokerName>_<brokerId>.
+	IsolateLogEnable bool
+}
+
+// LogFile is where the broker's log lines go: Log, its directory
+// <brokerName>_<brokerId> under logDir with isolateLogEnable, as
+// RocketMQ's BrokerStartup names the directory of each broker's logs
+// (brokerLogDir) so that brokers of one host keep apart. (RocketMQ 5.3's
+// logback appends that name to rocketmqlogs without a separator; here it
+// is a directory under logDir.)
+func (b *Broker) LogFile() LogFile {
+	l := b.Log
+	if b.IsolateLogEnable && l.Dir != "" {
+		l.Dir = filepath.Join(l.Dir, b.BrokerName+"_"+strconv.FormatInt(b.BrokerID, 10))
+	}
+	return l
 }
 
 // DefaultStoreRoot is RocketMQ's default store root, ~/store.

@@ -275,7 +275,9 @@ var brokerFields = slices.Concat([]field[Broker]{
 
 	oneOf("logLevel", "info", []string{"trace", "debug", "info", "warn", "error"}, func(b *Broker) *string { return &b.LogLevel }),
 	oneOf("logFormat", "auto", []string{"auto", "console", "json"}, func(b *Broker) *string { return &b.LogFormat }),
-}, logFileFields(brokerLogMaxSizeMiB, brokerLogMaxRolled, func(b *Broker) *LogFile { return &b.Log }), brokerRefusedRocketMQ53)
+}, logFileFields(brokerLogMaxSizeMiB, brokerLogMaxRolled, func(b *Broker) *LogFile { return &b.Log }), []field[Broker]{
+	boolean("isolateLogEnable", "false", func(b *Broker) *bool { return &b.IsolateLogEnable }),
+}, brokerRefusedRocketMQ53)
 
 func withAliases[T any](f field[T], aliases ...string) field[T] {
 	f.aliases = aliases

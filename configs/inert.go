@@ -183,7 +183,6 @@ var brokerInert = slices.Concat([]inert[Broker]{
 	inertBool[Broker]("messageIndexSafe", "the key index is written to Pebble with the ConsumeQueue and recovered with it; there are no IndexFiles to recover"),
 	inertBool[Broker]("enablePopBufferMerge", "POP checkpoints are written to the index directly; there is no buffer to merge them in"),
 	inertBool[Broker]("enablePopLog", "no separate POP operation log"),
-	inertBool[Broker]("isolateLogEnable", "the broker writes one log stream (stderr), whatever the broker's role"),
 	// RocketMQ 5.3.3 reads offsetCheckInSlave on a SLAVE only
 	// (DefaultMessageStore.nextOffsetCorrection and
 	// DefaultPullMessageResultHandler): without it a pull outside what the

@@ -16,8 +16,9 @@ import (
 	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
-// With logDir the broker writes broker.log there, from its first line to
-// its last, and closes it at the stop: the file's lock is free again.
+// With logDir the broker writes broker.log there (in broker-a_0 under it
+// with isolateLogEnable), from its first line to its last, and closes it
+// at the stop: the file's lock is free again.
 func TestLogDirWritesBrokerLog(t *testing.T) {
 	// No collection while it runs: a finalizer closing the lost file
 	// would free its lock too, whether the stop closed it or not. GOGC
@@ -27,12 +28,12 @@ func TestLogDirWritesBrokerLog(t *testing.T) {
 	dir := t.TempDir()
 	o := options{shutdownWait: 10 * time.Second, namesrv: clustertest.StartNamesrv(t), store: t.TempDir(),
 		sets: []string{"listenPort=0", "brokerIP1=127.0.0.1", "mappedFileSizeCommitLog=4194304",
-			"fastListenPort=0", "haListenPort=0", "logDir=" + dir}}
+			"fastListenPort=0", "haListenPort=0", "logDir=" + dir, "isolateLogEnable=true"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o) }()
-	path := filepath.Join(dir, "broker.log")
+	path := filepath.Join(dir, "broker-a_0", "broker.log")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		raw, _ := os.ReadFile(path)
@@ -67,7 +68,7 @@ func TestLogDirWritesBrokerLog(t *testing.T) {
 			t.Errorf("broker.log lacks %s:\n%s", want, raw)
 		}
 	}
-	out, err := logging.OpenOutput("broker", configs.LogFile{Dir: dir, MaxSizeMiB: 1}, io.Discard)
+	out, err := logging.OpenOutput("broker", configs.LogFile{Dir: filepath.Dir(path), MaxSizeMiB: 1}, io.Discard)
 	if err != nil {
 		t.Fatalf("broker.log still held after the stop: %v", err)
 	}

@@ -210,7 +210,7 @@ func run(ctx context.Context, o options) (err error) {
 		return err
 	}
 	cfg := loaded.Broker
-	log, out, err := logging.Start("broker", cfg.Log, cfg.LogLevel, logging.Format(cfg.LogFormat), os.Stderr)
+	log, out, err := logging.Start("broker", cfg.LogFile(), cfg.LogLevel, logging.Format(cfg.LogFormat), os.Stderr)
 	if err != nil {
 		return err
 	}
