@@ -72,6 +72,17 @@ func OpenOutput(binary string, cfg configs.LogFile, stderr io.Writer) (*Output, 
 	if err != nil {
 		return nil, fmt.Errorf("logDir: lock the log file %s: %w", path, err)
 	}
+	// Created here with the umask's mode, as RocketMQ's logback creates
+	// its files, so that a log shipper of another user can read it:
+	// lumberjack would create it 0600, and gives each new file of a roll
+	// the mode of the one before.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("logDir: open the log file: %w", err), lock.Close())
+	}
+	if err := f.Close(); err != nil {
+		return nil, errors.Join(fmt.Errorf("logDir: open the log file: %w", err), lock.Close())
+	}
 	roller := &lumberjack.Logger{
 		Filename:   path,
 		MaxSize:    cfg.MaxSizeMiB,
@@ -84,8 +95,8 @@ func OpenOutput(binary string, cfg configs.LogFile, stderr io.Writer) (*Output, 
 		return nil, errors.Join(fmt.Errorf("logDir: open the log file %s: %w", path, err), lock.Close())
 	}
 	fmt.Fprintf(stderr, "%s: logging to %s\n", binary, path)
-	f := &fileWriter{file: roller, path: path, binary: binary, stderr: stderr}
-	return &Output{w: f, file: f, lock: lock, stderr: stderr}, nil
+	fw := &fileWriter{file: roller, path: path, binary: binary, stderr: stderr}
+	return &Output{w: fw, file: fw, lock: lock, stderr: stderr}, nil
 }
 
 // expandHome replaces a leading ~ of dir with the home directory, as a

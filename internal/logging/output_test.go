@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,9 +148,16 @@ func TestFileRollsAndKeepsEveryLine(t *testing.T) {
 	if want := "broker: logging to " + filepath.Join(dir, "broker.log") + "\n"; stderr.String() != want {
 		t.Fatalf("stderr %q, want %q", stderr, want)
 	}
-	for _, name := range rolled {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() > 1<<20 {
-			t.Fatalf("rolled file %s: %v, %v", name, fi, err)
+	// The mode the umask leaves of 0644, as RocketMQ's files: readable
+	// by a log shipper of another user.
+	mode := os.FileMode(0o644 &^ umask())
+	for _, name := range append(rolled, "broker.log") {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > 1<<20 || fi.Mode().Perm() != mode {
+			t.Fatalf("%s: %d bytes, mode %v; want at most 1 MiB, %v", name, fi.Size(), fi.Mode().Perm(), mode)
 		}
 	}
 }
@@ -358,4 +366,11 @@ func TestLogDirUnderHome(t *testing.T) {
 	if _, err := os.Stat(want); err != nil {
 		t.Fatalf("the file is not created at the start: %v", err)
 	}
+}
+
+// umask reads the process's umask.
+func umask() int {
+	m := syscall.Umask(0)
+	syscall.Umask(m)
+	return m
 }
