@@ -67,7 +67,7 @@ func OpenOutput(binary string, cfg configs.LogFile, stderr io.Writer) (*Output, 
 	// file (<binary>-<time>.log).
 	lock, err := vfs.OS{}.Lock(path + ".lock")
 	if errors.Is(err, vfs.ErrLocked) {
-		return nil, fmt.Errorf("logDir: the log file %s is written by another process (it holds %s.lock): give each process of the host its own logDir", path, path)
+		return nil, fmt.Errorf("logDir: the log file %s is written by another process (it holds %s.lock): give each its own logDir", path, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("logDir: lock the log file %s: %w", path, err)
