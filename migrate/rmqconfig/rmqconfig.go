@@ -65,6 +65,26 @@ type Config struct {
 	// in topic order.
 	QueueMappings []meta.TopicQueueMappingDetail
 	Offsets       []Offset
+	// PullOffsets are config v2's pull offsets of light message queues
+	// (read with ReadOptions.LMQ), in group, topic and queue order: where
+	// RocketMQ resumes a group's non-orderly pops of such a queue after a
+	// restart (PopConsumerService.getPopOffset reads the pull offset, and
+	// ConsumerOffsetManagerV2 reads a light message queue's from the
+	// database), past the messages its last pop read. The broker imports
+	// them as pop positions.
+	//
+	// No other pull offset is carried over. RocketMQ's JSON and config v1
+	// stores keep none on disk, and config v2's of an ordinary topic is
+	// written but never read back: RocketMQ's own restart pops such a
+	// queue from its committed offset, which KV POP leaves at the start of
+	// the last pop read (so a batch acked before the restart is delivered
+	// again). Taking the pull offset instead would not be safe either: it
+	// is committed before the pop's records are written, and with
+	// enablePopBufferMerge the records stay in memory (the committed
+	// offset held at the first of them stands in for them after a crash
+	// or a shutdown), so messages between the two offsets may be in flight
+	// with no record left to revive them.
+	PullOffsets []Offset
 	// RequestModes are the groups switched to POP (or back to PULL) with
 	// SET_MESSAGE_REQUEST_MODE, in topic and group order.
 	RequestModes []RequestMode
@@ -121,7 +141,7 @@ func ReadWith(root string, o ReadOptions) (Config, error) {
 	// it (stale, from before the switch).
 	v2 := isDir(filepath.Join(dir, v2Dir))
 	if v2 {
-		if err := c.readRocksDBConfigV2(filepath.Join(dir, v2Dir)); err != nil {
+		if err := c.readRocksDBConfigV2(filepath.Join(dir, v2Dir), o.LMQ); err != nil {
 			return Config{}, err
 		}
 	}

@@ -154,8 +154,9 @@ func TestReadRocksDBConfigV1Damaged(t *testing.T) {
 // Config v2 (configManagerVersion=v2, config/rdb, written by ldb from the
 // fixture's JSON: testdata/rocksdb-v2/gen.sh) is read from the database
 // alone, the JSON files beside it ignored as RocketMQ's v2 managers ignore
-// them; its consumer offsets are in the WAL. Pull offsets and light
-// message queues' offsets are named as not carried over.
+// them; its consumer offsets are in the WAL. Pull offsets of ordinary
+// topics, and (without ReadOptions.LMQ) light message queues' offsets,
+// are named as not carried over.
 func TestReadRocksDBConfigV2(t *testing.T) {
 	root := v1Store(t, true)
 	dir := filepath.Join(root, "config")

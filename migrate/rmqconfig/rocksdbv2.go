@@ -22,8 +22,22 @@ import (
 //	                                                 -> [offset:int64]                tables 1 consumer, 2 pull offset
 //
 // RocketMQ's v2 managers load only this database (JSON files beside it are
-// not merged) and skip light message queues' consumer offsets; ReadWith
-// does the same. Pull offsets (POP's read position) are not imported.
+// not merged); ReadWith does the same. What they do with the two offset
+// tables decides what is imported from them:
+//
+//   - consumer offsets of ordinary topics are loaded at start; those of
+//     light message queues (%LMQ% topics) are not loaded but read from the
+//     database whenever asked for (ConsumerOffsetManagerV2.queryOffset), so
+//     they are live too: imported with ReadOptions.LMQ (rocketkv serves
+//     light message queues only with enableLmq), reported otherwise.
+//   - pull offsets (where a group's next pull or non-orderly pop of a
+//     queue reads: PopConsumerService commits one per queue read, at the
+//     read's nextBeginOffset, and starts each pop from queryPullOffset)
+//     are written for every topic, but only a light message queue's is
+//     ever read back from the database. An ordinary topic's lives in the
+//     manager's memory (nothing loads it at start), so after a restart
+//     RocketMQ pops it from the committed offset: not imported (see
+//     Config.PullOffsets for why not even as a better guess).
 const (
 	v2TablePrefix   = 0x01
 	v2RecordVersion = 0x01
@@ -39,9 +53,10 @@ const (
 // v2Replaces are the JSON files config v2 replaces.
 var v2Replaces = map[string]bool{"topics.json": true, "subscriptionGroup.json": true, "consumerOffset.json": true}
 
-// readRocksDBConfigV2 fills topics, groups and consumer offsets from the
-// config v2 database dir.
-func (c *Config) readRocksDBConfigV2(dir string) error {
+// readRocksDBConfigV2 fills topics, groups, consumer offsets and the pull
+// offsets of light message queues from the config v2 database dir; lmq
+// takes light message queues' offsets in (ReadOptions.LMQ).
+func (c *Config) readRocksDBConfigV2(dir string, lmq bool) error {
 	fail := func(err error) error {
 		return fmt.Errorf("read RocketMQ's config v2 RocksDB %s (or export it with mqadmin rocksDBConfigToJson and move %s aside): %w", dir, dir, err)
 	}
@@ -52,7 +67,7 @@ func (c *Config) readRocksDBConfigV2(dir string) error {
 	defer db.Close()
 	var topics, groups []adminbody.Member
 	var skipped []string
-	lmq, pull, foreign := 0, 0, 0
+	lmqLeft, pullLeft, lmqPullLeft, foreign := 0, 0, 0, 0
 	err = db.Scan(v1DefaultCF, func(k, v []byte) error {
 		if len(k) < 4 || k[0] != v2TablePrefix {
 			foreign++
@@ -79,20 +94,29 @@ func (c *Config) readRocksDBConfigV2(dir string) error {
 				groups = append(groups, m)
 			}
 		case v2ConsumerTable:
-			group, topic, qid, ok := parseV2OffsetKey(rest)
-			if !ok || len(v) != 8 {
-				return fmt.Errorf("consumer offsets: malformed record %x = %x", k, v)
-			}
+			o, err := DecodeV2Offset(rest, v)
 			switch {
-			case strings.HasPrefix(topic, lmqPrefix):
-				lmq++
-			case qid < 0:
-				skipped = append(skipped, fmt.Sprintf("%s@%s queue %d", topic, group, qid))
+			case err != nil:
+				return fmt.Errorf("consumer offsets: record %x = %x: %w", k, v, err)
+			case o.QueueID < 0:
+				skipped = append(skipped, fmt.Sprintf("%s@%s queue %d", o.Topic, o.Group, o.QueueID))
+			case strings.HasPrefix(o.Topic, lmqPrefix) && !lmq:
+				lmqLeft++
 			default:
-				c.Offsets = append(c.Offsets, Offset{Group: group, Topic: topic, QueueID: qid, Offset: int64(binary.BigEndian.Uint64(v))})
+				c.Offsets = append(c.Offsets, o)
 			}
 		case v2PullTable:
-			pull++
+			o, err := DecodeV2Offset(rest, v)
+			switch {
+			case err != nil:
+				return fmt.Errorf("pull offsets: record %x = %x: %w", k, v, err)
+			case !strings.HasPrefix(o.Topic, lmqPrefix):
+				pullLeft++
+			case !lmq || o.Group == "" || o.QueueID < 0 || o.Offset < 0:
+				lmqPullLeft++
+			default:
+				c.PullOffsets = append(c.PullOffsets, o)
+			}
 		default:
 			foreign++
 		}
@@ -120,18 +144,39 @@ func (c *Config) readRocksDBConfigV2(dir string) error {
 		return fail(err)
 	}
 	sortOffsets(c.Offsets)
-	c.noteNegativeQueues(filepath.Base(dir), skipped)
-	if pull > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d pull offsets (POP's read positions) are not carried over; POP consumers go on from their committed offsets", filepath.Base(dir), pull))
+	sortOffsets(c.PullOffsets)
+	base := filepath.Base(dir)
+	c.noteNegativeQueues(base, skipped)
+	if pullLeft > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d pull offsets of topics other than light message queues are not carried over: RocketMQ never reads them back (after a restart its pops start from the committed offsets, as rocketkv's do)", base, pullLeft))
 	}
-	if lmq > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d consumer offsets of light message queues are not carried over (RocketMQ's v2 load skips them too)", filepath.Base(dir), lmq))
+	if lmqLeft > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d consumer offsets of light message queues are not carried over: rocketkv reads them with enableLmq=true", base, lmqLeft))
+	}
+	if lmqPullLeft > 0 {
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d pull offsets of light message queues are not carried over: rocketkv reads them with enableLmq=true (those of an empty group, a negative queue id or offset never)", base, lmqPullLeft))
 	}
 	if foreign > 0 {
-		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d records of unknown tables are not carried over", filepath.Base(dir), foreign))
+		c.NotCarried = append(c.NotCarried, fmt.Sprintf("%s: %d records of unknown tables are not carried over", base, foreign))
 	}
 	c.Files = append(c.Files, dir)
 	return nil
+}
+
+// DecodeV2Offset decodes one record of config v2's consumer-offset or
+// pull-offset table: rest is its key after [0x01][table:int16][0x02],
+// [len:int16][group][0x01][len:int16][topic][0x01][queueId:int32], and v
+// its value, [offset:int64], big-endian (ConsumerOffsetManagerV2). Any
+// other shape is an error.
+func DecodeV2Offset(rest, v []byte) (Offset, error) {
+	group, topic, qid, ok := parseV2OffsetKey(rest)
+	switch {
+	case !ok:
+		return Offset{}, fmt.Errorf("key is not [len][group]0x01[len][topic]0x01[queueId]")
+	case len(v) != 8:
+		return Offset{}, fmt.Errorf("value of %d bytes, not an 8-byte offset", len(v))
+	}
+	return Offset{Group: group, Topic: topic, QueueID: qid, Offset: int64(binary.BigEndian.Uint64(v))}, nil
 }
 
 // cut16 reads [len:int16][bytes] and returns the bytes as text and the rest.

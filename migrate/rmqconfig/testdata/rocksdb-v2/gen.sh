@@ -11,8 +11,9 @@
 #   [0x01][tableId:int16][0x02][len:int16][group][0x01][len:int16][topic][0x01][queueId:int32]
 #                                              -> [offset:int64]    (1 consumer, 2 pull offset)
 # Beside the fixture's config: TopicA@GroupA queue 0 at 15, pull offsets
-# (which rocketkv does not import), a light message queue's offset (which
-# RocketMQ's v2 load skips), topic TopicR. The consumer offsets are the
+# of ordinary topics (which RocketMQ never reads back, nor does rocketkv),
+# a light message queue's consumer offset (read only with enableLmq),
+# topic TopicR. The consumer offsets are the
 # last write and stay in the WAL, as between RocketMQ's memtable flushes.
 set -euo pipefail
 src=$(cd "${1:?usage: gen.sh <rocketmq-store-4.9.8/clean>}" && pwd)/config
