@@ -67,6 +67,7 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
 			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).Int("forbiddenGroups", counts[6]).Int("staticTopics", counts[7]).
+			Int("popPositions", counts[8]).
 			Msg("imported the config of the RocketMQ store")
 	}
 	for _, note := range c.NotCarried {
@@ -625,9 +626,20 @@ func (b *Broker) dropRocketMQDeletedTopics() error {
 
 // importConfig writes what db lacks of c and returns how many topics,
 // groups, consumer offsets, delay offsets, request modes, orderly POP
-// batches and groups' forbidden entries it wrote; now (ms) ages the
-// batches.
-func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [8]int, err error) {
+// batches, groups' forbidden entries, static topics and pop positions it
+// wrote; now (ms) ages the batches.
+//
+// A pop position comes from each of c.PullOffsets (config v2's pull
+// offsets of light message queues): where RocketMQ would start the
+// group's next non-orderly pop of the queue, past what its last pop read,
+// acked or not (the messages in flight are imported with
+// importRocketMQPop). A pop here starts at the later of the position and
+// the committed offset, as RocketMQ's, so a batch popped and acked before
+// the move is not delivered again. Nothing else has a pull offset on disk
+// (RocketMQ's JSON and config v1 stores keep none, and config v2 never
+// reads an ordinary topic's back): those queues' pops start from the
+// committed offsets, as RocketMQ's own do after a restart.
+func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [9]int, err error) {
 	topics, err := db.Topics(len(c.Topics) + 1)
 	if err != nil {
 		return counts, err
@@ -681,6 +693,9 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [8]int,
 	if err := offsets.SetMany(updates, true); err != nil {
 		return counts, err
 	}
+	if counts[8], err = importPopPositions(db, c.PullOffsets); err != nil {
+		return counts, err
+	}
 	modes, err := importRequestModes(db, c.RequestModes)
 	if err != nil {
 		return counts, err
@@ -705,6 +720,34 @@ func importConfig(db *kvindex.DB, c rmqconfig.Config, now int64) (counts [8]int,
 	}
 	counts[2], counts[3], counts[4] = len(updates)-delays, delays, modes
 	return counts, nil
+}
+
+// importPopPositions writes, synced, the pop positions of pulls the
+// index lacks (see importConfig) and returns how many.
+func importPopPositions(db *kvindex.DB, pulls []rmqconfig.Offset) (int, error) {
+	if len(pulls) == 0 {
+		return 0, nil
+	}
+	pops := db.Pop()
+	batch := pops.NewBatch()
+	defer batch.Close()
+	n := 0
+	for _, p := range pulls {
+		if _, ok, err := pops.Position(p.Group, p.Topic, p.QueueID); err != nil || ok {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := batch.SetPosition(p.Group, p.Topic, p.QueueID, p.Offset); err != nil {
+			return 0, fmt.Errorf("import the pull offset of %s on %s/%d: %w", p.Group, p.Topic, p.QueueID, err)
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, batch.Commit(true)
 }
 
 // importRequestModes writes the request modes the index lacks and
