@@ -54,7 +54,11 @@ type Broker struct {
 	// RocketMQ had deleted from the ones its topics.json lost, and the
 	// queues of both were rebuilt from the CommitLog (warnUnroutedQueues).
 	importedWithoutCQ bool
-	log               zerolog.Logger
+	// kvPop holds RocketMQ's KV POP records as the first open's config
+	// import read them (importRocketMQConfig), until importKVPop imports
+	// them: kvStore/ is read once.
+	kvPop kvPopState
+	log   zerolog.Logger
 	// clientTLS is the TLS of the broker's own connections (name servers,
 	// master, escape bridge; nil: plaintext), set at the start
 	// (listenerTLS).
@@ -695,10 +699,11 @@ func (b *Broker) openStores(ctx context.Context) error {
 		return fmt.Errorf("open index: %w", err)
 	}
 	b.db = db
-	firstOpen, err := importRocketMQConfig(db, root, b.cfg.EnableLMQ, b.component("import"))
+	firstOpen, kvPop, err := importRocketMQConfig(db, root, b.cfg.EnableLMQ, b.component("import"))
 	if err != nil {
 		return err
 	}
+	b.kvPop = kvPop
 	from, err := db.Dispatched()
 	if err != nil {
 		return err

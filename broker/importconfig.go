@@ -38,32 +38,37 @@ import (
 //
 // With lmq (enableLmq) the consumer offsets are read as a RocketMQ broker
 // with enableLmq reads them (rmqconfig.ReadOptions.LMQ).
-func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Logger) (pending bool, err error) {
+//
+// It also reads RocketMQ's KV POP records (kvStore/), which
+// importRocketMQPop imports once the store is open, and hands them over
+// in kvPop: a directory that cannot be read or a record that does not
+// decode refuses the store here, before anything is imported.
+func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Logger) (pending bool, kvPop kvPopState, err error) {
 	if _, done, err := db.RocketMQConfigImported(); err != nil || done {
-		return false, err
+		return false, kvPopState{}, err
 	}
-	// RocketMQ's KV POP records (kvStore/) are imported by
-	// importRocketMQPop once the store is open; one that cannot be read
-	// or decoded refuses the store here, before anything is imported.
-	if n, err := rmqconfig.CheckPopState(root); err != nil {
-		return false, fmt.Errorf("import the RocketMQ store %s: %w", root, err)
-	} else if n > 0 {
-		log.Info().Int("messages", n).Str("dir", filepath.Join(root, rmqconfig.KVPopDir)).
+	records, err := rmqconfig.ReadPopState(root)
+	if err != nil {
+		return false, kvPopState{}, fmt.Errorf("import the RocketMQ store %s: %w", root, err)
+	}
+	if len(records) > 0 {
+		log.Info().Int("messages", len(records)).Str("dir", filepath.Join(root, rmqconfig.KVPopDir)).
 			Msg("the RocketMQ store holds POP messages in flight in its KV POP RocksDB: they are imported once it is open")
 	}
+	kvPop = kvPopState{records: records, read: true}
 	// A store of DLedger mode keeps its messages where the CommitLog
 	// does not read: served as it is, its offsets would stand over none.
 	if err := dledger.RefuseDLedgerStore(root); err != nil {
-		return false, err
+		return false, kvPopState{}, err
 	}
 	c, err := rmqconfig.ReadWith(root, rmqconfig.ReadOptions{LMQ: lmq})
 	if err != nil {
-		return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
+		return false, kvPopState{}, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 	}
 	if !c.Empty() {
 		counts, err := importConfig(db, c, time.Now().UnixMilli())
 		if err != nil {
-			return false, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
+			return false, kvPopState{}, fmt.Errorf("import the RocketMQ config of %s: %w", root, err)
 		}
 		log.Info().Strs("files", c.Files).Int("topics", counts[0]).Int("groups", counts[1]).Int("offsets", counts[2]).
 			Int("delayOffsets", counts[3]).Int("requestModes", counts[4]).Int("orderlyBatches", counts[5]).Int("forbiddenGroups", counts[6]).Int("staticTopics", counts[7]).
@@ -73,7 +78,7 @@ func importRocketMQConfig(db *kvindex.DB, root string, lmq bool, log zerolog.Log
 	for _, note := range c.NotCarried {
 		log.Warn().Str("root", root).Msg("not carried over from the RocketMQ store: " + note)
 	}
-	return true, nil
+	return true, kvPop, nil
 }
 
 // takeOverRocketMQQueues reads, on the first open of an Apache RocketMQ

@@ -20,6 +20,16 @@ type popMessage struct {
 	offset       int64
 }
 
+// kvPopState is what a first open read of RocketMQ's KV POP records
+// (rmqconfig.ReadPopState), for importKVPop: read is false when this
+// start did not read them (the config import was done by an earlier
+// start, which stopped before the POP import), and importKVPop reads
+// them then.
+type kvPopState struct {
+	records []rmqconfig.PopRecord
+	read    bool
+}
+
 // popQueue names a group's queue.
 type popQueue struct {
 	group, topic string
@@ -28,8 +38,9 @@ type popQueue struct {
 
 // importKVPop adds to batch the POP messages in flight of RocketMQ 5's KV
 // POP (rmqconfig.ReadPopState: the popState records of the store's
-// kvStore/), as pop checkpoints that the pop service revives like its
-// own: once a record's deadline has passed, its message, read through
+// kvStore/, as this start's config import read them, or read here when
+// it did not: read), as pop checkpoints that the pop service revives like
+// its own: once a record's deadline has passed, its message, read through
 // the ConsumeQueue of the topic the record names at its offset, is
 // re-put to the group's pop-retry topic with reconsumeTimes + 1, as
 // RocketMQ's KV revive would. kvStore/ itself is left as it is (rocketkv
@@ -48,20 +59,28 @@ type popQueue struct {
 // is not imported twice.
 //
 // RocketMQ commits a KV pop's consumer offset at the offset it read from
-// and keeps where the next pop reads (its pull offset) in memory only: a
-// queue's messages in flight may lie at or past the committed offset. So
-// that a pop here does not hand them out a second time beside their
-// revive, the group's pop position on each such queue is moved past the
-// last of them (the committed offset stays: it only follows acks).
+// and keeps where the next pop reads (its pull offset) in memory only (on
+// disk too for a light message queue under config v2, and the config
+// import made that the group's pop position: importConfig): a queue's
+// messages in flight may lie at or past the committed offset. So that a pop here does
+// not hand them out a second time beside their revive, the group's pop
+// position on each such queue is moved past the last of them when it is
+// not already (the committed offset stays: it only follows acks).
 //
 // A record that does not decode, or a directory that cannot be read,
 // fails the import (and the start): messages in flight are never left
 // out.
-func (b *Broker) importKVPop(batch *kvindex.PopBatch, imported map[popMessage]bool) error {
+func (b *Broker) importKVPop(batch *kvindex.PopBatch, imported map[popMessage]bool, read kvPopState) error {
 	dir := filepath.Join(b.cfg.StorePathRootDir, rmqconfig.KVPopDir)
-	records, err := rmqconfig.ReadPopState(b.cfg.StorePathRootDir)
-	if err != nil || len(records) == 0 {
-		return err
+	records := read.records
+	if !read.read {
+		var err error
+		if records, err = rmqconfig.ReadPopState(b.cfg.StorePathRootDir); err != nil {
+			return err
+		}
+	}
+	if len(records) == 0 {
+		return nil
 	}
 	cks, duplicates := kvPopCheckpoints(records, imported)
 	next := map[popQueue]int64{}

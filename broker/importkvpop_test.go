@@ -207,3 +207,31 @@ func TestOpenRocketMQStoreKVPopAckedWithRocketMQHandles(t *testing.T) {
 		t.Fatalf("GroupA's offset of TopicA/2 after its acks is %d, want 9 (the smallest offset in flight)", got)
 	}
 }
+
+// The first open's config import reads the KV POP records and hands them
+// to the POP import of the same start (kvStore/ is read once). A start
+// after one that stopped between the two imports (the config's done and
+// marked, the POP state's not) reads them itself: GroupA's pop of
+// TopicA/2 in flight is imported all the same.
+func TestKVPopImportedAfterAStartThatStoppedBeforeIt(t *testing.T) {
+	const popTime = 4102444800000
+	store := kvPopStore(t, "pending")
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(store, kvindex.DirName), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending, kvPop, err := importRocketMQConfig(db, store, false, zerolog.Nop())
+	if err != nil || !pending || !kvPop.read || len(kvPop.records) != 2 {
+		db.Close()
+		t.Fatalf("the config import: pending %v, KV POP records %+v, %v; want the 2 records of kvStore/", pending, kvPop, err)
+	}
+	err = errors.Join(db.MarkRocketMQConfigImported(time.Now().UnixMilli()), db.Close())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := startTestBrokerAt(t, store, map[string]string{"mappedFileSizeCommitLog": "16384"})
+	ck, ok, err := b.db.Pop().Checkpoint("GroupA", "TopicA", 2, 7, popTime)
+	if err != nil || !ok || fmt.Sprint(ck.Offsets) != "[7 8]" {
+		t.Fatalf("the imported checkpoint: %+v %v %v, want offsets [7 8]", ck, ok, err)
+	}
+}

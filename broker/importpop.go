@@ -36,6 +36,8 @@ const parkedPage = 1 << 16
 // the checkpoints without their acks' removal (a second import would then
 // miss acks and put acked messages back in flight).
 func (b *Broker) importRocketMQPop() error {
+	kvPop := b.kvPop
+	b.kvPop = kvPopState{}
 	if done, err := b.db.RocketMQPopImported(); err != nil || done {
 		return err
 	}
@@ -64,7 +66,7 @@ func (b *Broker) importRocketMQPop() error {
 			return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 		}
 	}
-	if err := b.importKVPop(batch, imported); err != nil {
+	if err := b.importKVPop(batch, imported, kvPop); err != nil {
 		return fmt.Errorf("import the POP state of the RocketMQ store: %w", err)
 	}
 	if err := batch.MarkRocketMQPopImported(time.Now().UnixMilli()); err != nil {
