@@ -109,12 +109,17 @@ type configCounts struct {
 	// (topicQueueMapping.json), which a first open imports and an export
 	// writes.
 	StaticTopics int `json:"staticTopics,omitempty"`
+	// PopPositions counts config v2's pull offsets of light message
+	// queues, which a first open with enableLmq imports as the groups' pop
+	// positions (an export writes none: RocketMQ keeps them only there).
+	PopPositions int `json:"popPositions,omitempty"`
 }
 
 // countConfig counts the tables of c.
 func countConfig(c rmqconfig.Config) configCounts {
 	return configCounts{Topics: len(c.Topics), Groups: len(c.Groups), Offsets: len(c.Offsets), DelayLevels: len(c.DelayOffsets),
-		RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos), StaticTopics: len(c.QueueMappings)}
+		RequestModes: len(c.RequestModes), OrderlyBatches: len(c.OrderInfos), StaticTopics: len(c.QueueMappings),
+		PopPositions: len(c.PullOffsets)}
 }
 
 func runExport(ctx context.Context, s *store, w *output, dir string, force bool) error {

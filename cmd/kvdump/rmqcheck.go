@@ -35,7 +35,9 @@ what a rocketkv broker's first open of it would do, without opening it:
 
   the CommitLog it serves as it is (segments, their size, its offsets),
   the config it imports (topics, groups, consumer offsets, delay-level
-  progress, POP request modes, orderly POP batches, the timer's progress),
+  progress, POP request modes, orderly POP batches, the timer's progress,
+  and with --enable-lmq config v2's pull offsets of light message queues,
+  which become pop positions),
   the POP messages in flight in RocketMQ 5's KV POP RocksDB (kvStore/),
   which it imports,
   what refuses the store (an unreadable RocksDB config, a KV POP RocksDB
@@ -60,7 +62,9 @@ open but not counted here (that needs the whole CommitLog read).
 
 With --enable-lmq the consumer offsets are read as a broker configured
 with enableLmq=true reads them (from lmqConsumerOffset.json, light message
-queues' offsets included), for a store whose RocketMQ broker ran with it.
+queues' offsets included; with config v2, the light message queues'
+consumer and pull offsets in config/rdb), for a store whose RocketMQ
+broker ran with it.
 
 It changes nothing. Exit status 1 when the first open would be refused.`,
 		Args: cobra.NoArgs,
@@ -81,7 +85,7 @@ It changes nothing. Exit status 1 when the first open would be refused.`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&lmq, "enable-lmq", false, "read the consumer offsets as a broker with enableLmq=true does")
+	cmd.Flags().BoolVar(&lmq, "enable-lmq", false, "read the consumer (and config v2's pull) offsets as a broker with enableLmq=true does")
 	return cmd
 }
 
@@ -641,6 +645,9 @@ func printRocketMQCheck(out *output, r rocketmqCheck) error {
 	add("config files: %s", orNone(r.ConfigFiles))
 	add("imported at the first open: %d topics, %d groups, %d consumer offsets, %d delay levels, %d request modes, %d orderly POP batches (before the import skips the stale ones), %d static topics' queue mappings, timer progress %v",
 		r.Topics, r.Groups, r.Offsets, r.DelayLevels, r.RequestModes, r.OrderlyBatches, r.StaticTopics, r.TimerProgress)
+	if r.PopPositions > 0 {
+		add("imported at the first open: %d pull offsets of light message queues (config v2) as their groups' pop positions, where RocketMQ's next pops would read", r.PopPositions)
+	}
 	if r.KVPopMessages > 0 {
 		add("imported once the store is open: %d POP messages in flight in RocketMQ's KV POP RocksDB (%s/), revived into their groups' pop-retry topics after their invisible time", r.KVPopMessages, rmqconfig.KVPopDir)
 	}

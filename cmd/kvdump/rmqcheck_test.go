@@ -485,3 +485,30 @@ func TestCheckRocketMQFileConsumeQueueLeftBehind(t *testing.T) {
 		t.Errorf("a queue whose files are not behind is named:\n%s", out)
 	}
 }
+
+// A config v2 store's pull offsets of light message queues are counted as
+// the pop positions a first open with enableLmq imports (with
+// --enable-lmq); an ordinary topic's is named as not carried over.
+func TestCheckRocketMQPullOffsets(t *testing.T) {
+	store := t.TempDir()
+	if err := os.CopyFS(filepath.Join(store, "config"), os.DirFS(filepath.Join("..", "..", "migrate", "rmqconfig", "testdata", "rocksdb-v2-lmq", "config"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(store, "commitlog"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := mustKvdump(t, "--store", store, "check-rocketmq", "--enable-lmq")
+	for _, want := range []string{"3 consumer offsets", "1 pull offsets of light message queues (config v2) as their groups' pop positions",
+		"not carried over: rdb: 1 pull offsets of topics other than light message queues"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("with --enable-lmq, the report lacks %q:\n%s", want, out)
+		}
+	}
+	var r rocketmqCheck
+	if err := json.Unmarshal([]byte(mustKvdump(t, "--store", store, "--json", "check-rocketmq")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.PopPositions != 0 || r.Offsets != 1 {
+		t.Errorf("without --enable-lmq: %d pop positions and %d consumer offsets, want none and GroupN's", r.PopPositions, r.Offsets)
+	}
+}
