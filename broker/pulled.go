@@ -18,8 +18,12 @@ type groupQueue struct {
 // queue's messages in flight), and the consumer gauges read it at a
 // scrape: the messages between the committed offset and it are in
 // flight, those past it ready. It lives in memory, as RocketMQ's does, so
-// after a restart both start from the committed offsets. A nil table
-// ignores every call.
+// after a restart both start from the committed offsets. The first open
+// of a RocketMQ store does not seed it: RocketMQ's starts empty too (its
+// pull offsets are on disk only under config v2, and read back only for
+// light message queues; the import makes those pop positions, which
+// outlive a restart where an entry here would not). A nil table ignores
+// every call.
 //
 // As RocketMQ's, it holds an entry per queue pulled by a group since the
 // start, until the group's offsets or the topic are deleted. While the
