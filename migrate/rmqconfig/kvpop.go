@@ -188,10 +188,11 @@ func truncated(v []byte) string {
 
 // CheckPopState reads root's KVPopDir as ReadPopState does and returns
 // how many POP messages in flight it holds, which the first open imports
-// (the broker's importRocketMQPop): RocketMQ's KV POP records them only
-// there, with its consumer offsets past them. It refuses (an error
-// wrapping ErrRocksDBPopState) a directory that cannot be read or a
-// record that does not decode, before anything is imported.
+// (the broker reads them with ReadPopState): RocketMQ's KV POP records
+// them only there, with its consumer offsets past them. It refuses (an
+// error wrapping ErrRocksDBPopState) a directory that cannot be read or a
+// record that does not decode, as the first open does before anything is
+// imported.
 func CheckPopState(root string) (int, error) {
 	records, err := ReadPopState(root)
 	return len(records), err
