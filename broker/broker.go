@@ -232,6 +232,10 @@ type Broker struct {
 	// lagTTL is how long computed consumer gauges serve scrapes (the
 	// lagTTL constant; tests set 0 to see each change).
 	lagTTL time.Duration
+	// beforeLagQueue, when set, runs before the consumer gauges read
+	// each committed queue (consumerLags), with the computation's
+	// context: a seam for tests of a slow computation.
+	beforeLagQueue func(ctx context.Context)
 	// beforePut, when set, may refuse a put before it reaches the
 	// CommitLog: a seam for tests of failed appends.
 	beforePut func(msgs []*commitlog.Message) error

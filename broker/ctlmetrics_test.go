@@ -1,9 +1,12 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +122,111 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 	if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
 		_ = resp.Body.Close()
 		t.Fatalf("the exporter at %s still answers after the Supervisor's Shutdown: status %d", addr, resp.StatusCode)
+	}
+}
+
+// A scrape computing the consumer gauges when a role switch begins does
+// not hold the switch up: the old Broker's Detach cancels the computation,
+// which stops before its next committed queue, and waits only until the
+// scrape has let go of the Broker's stores. Without that the switch waited
+// for the whole computation (seconds at a million queues), and the
+// requests waiting at the gate past its second were refused. The test's
+// computation reads its first queue until it is cancelled and would then
+// read the next one until the test ends; the scrape it serves returns
+// whole, without the consumer gauges.
+func TestControllerModeSwitchCancelsASlowLagScrape(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	ns := startTestNameServer(t)
+	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	for _, c := range []*ctlBroker{a, b} {
+		for k, v := range map[string]string{"registerNameServerPeriod": "500", "metricsExporterType": "PROM",
+			"metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0", "enableLagAndDlqMetrics": "true"} {
+			c.settings[k] = v
+		}
+	}
+	entered, hold := make(chan struct{}), make(chan struct{})
+	var queues atomic.Int32
+	var starts atomic.Int32
+	a.configure = func(br *Broker) {
+		if starts.Add(1) > 1 {
+			return // the Brokers after the first compute as usual
+		}
+		br.beforeLagQueue = func(ctx context.Context) {
+			if queues.Add(1) == 1 {
+				close(entered)
+				select {
+				case <-ctx.Done():
+				case <-hold:
+				}
+				return
+			}
+			<-hold // the rest of a long computation
+		}
+	}
+	a.start()
+	b.start()
+	t.Cleanup(func() { close(hold) }) // before the brokers' stops
+	if !a.isMaster() {
+		t.Fatal("the first broker is not the master")
+	}
+	first := a.sup.Broker()
+	addr := first.MetricsAddr().String()
+	mustSend(t, dialCtl(t, a.addr()), "TopicTest", 0, "counted", "")
+	for q := range int32(2) {
+		if err := first.offsets.Set("g-slow", "TopicTest", q, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool {
+		return len(a.sup.role().syncSet) == 2 && b.end() == a.end()
+	})
+
+	type scraped struct {
+		status int
+		body   string
+		err    error
+	}
+	done := make(chan scraped, 1)
+	go func() {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			done <- scraped{err: err}
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		done <- scraped{status: resp.StatusCode, body: string(body), err: err}
+	}()
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("the scrape did not compute the consumer gauges")
+	}
+
+	designateMaster(t, ctlAddr, b.sup.BrokerID())
+	waitUntil(t, 20*time.Second, "the first broker to follow the second while a scrape computes its lags", func() bool {
+		return b.isMaster() && a.sup.role().running && !a.isMaster()
+	})
+	if a.sup.Broker() == first {
+		t.Fatal("the first broker follows without a new Broker: no switch was tested")
+	}
+	var got scraped
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("the scrape begun before the switch did not return")
+	}
+	if got.err != nil || got.status != http.StatusOK {
+		t.Fatalf("the scrape begun before the switch: status %d, %v", got.status, got.err)
+	}
+	if n := queues.Load(); n != 1 {
+		t.Fatalf("the cancelled computation read %d queues, want 1", n)
+	}
+	if !strings.Contains(got.body, "rocketmq_messages_in_total{") {
+		t.Fatalf("the scrape begun before the switch lacks the counters:\n%s", got.body)
+	}
+	if strings.Contains(got.body, "rocketmq_consumer_lag_messages{") {
+		t.Fatalf("the cancelled computation's scrape shows consumer gauges:\n%s", got.body)
 	}
 }

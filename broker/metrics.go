@@ -66,8 +66,8 @@ func (b *Broker) startMetrics() error {
 	labels["node_type"] = "broker"
 	labels["cluster"] = b.cfg.BrokerClusterName
 	labels["node_id"] = b.cfg.BrokerName
-	topics := &cached[int]{ttl: countTTL, compute: b.topics.table.Count}
-	groups := &cached[int]{ttl: countTTL, compute: b.groups.Count}
+	topics := &cached[int]{ttl: countTTL, compute: uncancelled(b.topics.table.Count)}
+	groups := &cached[int]{ttl: countTTL, compute: uncancelled(b.groups.Count)}
 	src := metrics.Sources{
 		Off: metrics.Families{Stats: !b.cfg.EnableStatsMetrics, Request: !b.cfg.EnableRequestMetrics,
 			Connection: !b.cfg.EnableConnectionMetrics, Transaction: !b.cfg.EnableTransactionMetrics,
@@ -76,8 +76,8 @@ func (b *Broker) startMetrics() error {
 		CardinalityLimit:    b.cfg.MetricsOtelCardinalityLimit,
 		Log:                 b.component("metrics"),
 		BrokerPermission:    b.permission,
-		TopicCount:          func() int { return topics.get(b.log) },
-		ConsumerGroupCount:  func() int { return groups.get(b.log) },
+		TopicCount:          func() int { return topics.get(context.Background(), b.log) },
+		ConsumerGroupCount:  func() int { return groups.get(context.Background(), b.log) },
 		Producers:           b.clients.producerMetrics,
 		Consumers:           b.clients.consumerMetrics,
 		DispatchBehindBytes: b.disp.Lag,
@@ -98,7 +98,7 @@ func (b *Broker) startMetrics() error {
 	}
 	if b.cfg.TimerWheelEnable {
 		cut := false // logged that rocketmq_timing_messages leaves topics out
-		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: func() (metrics.TimerCensus, error) {
+		census := &cached[metrics.TimerCensus]{ttl: b.timerCensusTTL, compute: func(context.Context) (metrics.TimerCensus, error) {
 			c, err := b.timerCensus()
 			if err != nil {
 				return c, err
@@ -112,7 +112,7 @@ func (b *Broker) startMetrics() error {
 			return c, nil
 		}}
 		src.Timers = func() (metrics.TimerCensus, bool) {
-			c := census.get(b.log)
+			c := census.get(context.Background(), b.log)
 			now := time.Now()
 			c.EnqueueLag, c.EnqueueLatencyMillis = b.timerEnqueueBehind(now.UnixMilli())
 			if behind, err := b.timerReadBehind(now); err != nil {
@@ -123,15 +123,17 @@ func (b *Broker) startMetrics() error {
 			return c, true
 		}
 	}
-	halves := &cached[[]metrics.TopicMessages]{ttl: b.lagTTL, compute: b.openTransactions}
-	src.HalfMessages = func() []metrics.TopicMessages { return halves.get(b.log) }
+	halves := &cached[[]metrics.TopicMessages]{ttl: b.lagTTL, compute: uncancelled(b.openTransactions)}
+	src.HalfMessages = func() []metrics.TopicMessages { return halves.get(context.Background(), b.log) }
 	if b.cfg.EnablePopMetrics {
-		backlog := &cached[metrics.ReviveBacklog]{ttl: b.lagTTL, compute: b.reviveBacklog}
-		src.PopRevive = func() metrics.ReviveBacklog { return backlog.get(b.log) }
+		backlog := &cached[metrics.ReviveBacklog]{ttl: b.lagTTL, compute: uncancelled(b.reviveBacklog)}
+		src.PopRevive = func() metrics.ReviveBacklog { return backlog.get(context.Background(), b.log) }
 	}
 	if b.cfg.EnableLagAndDlqMetrics {
 		lags := &cached[[]metrics.Lag]{ttl: b.lagTTL, compute: b.consumerLags}
-		src.Lags = func() []metrics.Lag { return lags.get(b.log) }
+		// A switch's Detach cancels ctx: the computation stops at the
+		// next queue, and this scrape goes without the consumer gauges.
+		src.Lags = func(ctx context.Context) []metrics.Lag { return lags.get(ctx, b.log) }
 	}
 	names := metrics.Bare
 	if b.cfg.MetricsNameUnitSuffix {
@@ -273,6 +275,10 @@ func (b *Broker) stopMetrics(ctx context.Context) error {
 		b.shared.metrics.unbind(b)
 		return nil
 	}
+	// A scrape's reads end before the stores close, also when ctx ends
+	// before the exporter's scrapes in progress: Detach cancels a long
+	// computation and waits for the reads.
+	b.metrics.Detach()
 	if b.exporter == nil {
 		return nil
 	}
@@ -710,30 +716,43 @@ func (b *Broker) recordProperties(phy int64) (string, bool, error) {
 // counts and lags read whole keyspaces. A failed computation keeps the
 // last value, logs, and is not tried again before the ttl has passed
 // either, so a lasting failure costs one computation and one log line per
-// ttl, not one per scrape.
+// ttl, not one per scrape. A computation cancelled (its ctx ended: the
+// sources were detached) gives the zero value, logs nothing, and does
+// not count as one.
 type cached[T any] struct {
 	ttl     time.Duration
-	compute func() (T, error)
+	compute func(ctx context.Context) (T, error)
 
 	mu sync.Mutex
 	at time.Time // of the last computation, failed or not
 	v  T
 }
 
-func (c *cached[T]) get(log zerolog.Logger) T {
+func (c *cached[T]) get(ctx context.Context, log zerolog.Logger) T {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && time.Since(c.at) < c.ttl {
 		return c.v
 	}
+	last := c.at
 	c.at = time.Now()
-	v, err := c.compute()
+	v, err := c.compute(ctx)
+	if err != nil && ctx.Err() != nil {
+		c.at = last
+		var zero T
+		return zero
+	}
 	if err != nil {
 		log.Warn().Err(err).Msg("compute for metrics")
 		return c.v
 	}
 	c.v = v
 	return v
+}
+
+// uncancelled adapts a computation that runs to its end to cached's.
+func uncancelled[T any](f func() (T, error)) func(context.Context) (T, error) {
+	return func(context.Context) (T, error) { return f() }
 }
 
 // consumerLags computes the consumer gauges per consumer group with a
@@ -762,13 +781,20 @@ func (c *cached[T]) get(log zerolog.Logger) T {
 // pulled messages in flight). At 100,000 committed queues that is some
 // 400,000 point reads and seeks, a few seconds of one core; memory is a
 // row per group and topic and an entry per popped queue.
-func (b *Broker) consumerLags() ([]metrics.Lag, error) {
+//
+// It checks ctx before each committed queue and returns ctx's error once
+// it ended: a role switch detaching the metrics' sources waits for the
+// queue being read, not for the rest.
+func (b *Broker) consumerLags(ctx context.Context) ([]metrics.Lag, error) {
 	popped, err := b.db.Pop().Queues()
 	var skipped *kvindex.SkippedError
 	if errors.As(err, &skipped) {
 		// The gauges of every other queue still stand.
 		b.log.Warn().Err(err).Msg("consumer gauges computed without the POP records that do not decode")
 	} else if err != nil {
+		return nil, fmt.Errorf("consumer lags: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("consumer lags: %w", err)
 	}
 	pops := make(map[groupQueue]kvindex.PopQueue, len(popped))
@@ -791,6 +817,13 @@ func (b *Broker) consumerLags() ([]metrics.Lag, error) {
 	}
 	var failed error
 	err = b.offsets.Each("", func(u kvindex.OffsetUpdate) bool {
+		if b.beforeLagQueue != nil {
+			b.beforeLagQueue(ctx)
+		}
+		if err := ctx.Err(); err != nil {
+			failed = err
+			return false
+		}
 		lo, hi, err := b.queueRange(u.Topic, u.QueueID)
 		if err != nil {
 			failed = err

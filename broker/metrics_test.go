@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -337,7 +338,7 @@ func TestConsumerGaugesSurviveAnUndecodablePopRecord(t *testing.T) {
 
 	b = startTestBrokerAt(t, store, settings)
 	heartbeat(t, b.client(nil), heartbeatBody("10.0.0.9@lag", "", "g-lag", map[string]string{"LagT": "*"}))
-	lags, err := b.consumerLags()
+	lags, err := b.consumerLags(context.Background())
 	if err != nil {
 		t.Fatalf("consumer lags over an undecodable POP record: %v", err)
 	}
@@ -351,7 +352,7 @@ func TestConsumerGaugesSurviveAnUndecodablePopRecord(t *testing.T) {
 // computed again before its ttl has passed, as one that succeeds.
 func TestCachedMetricsValueBacksOffAfterAFailure(t *testing.T) {
 	calls, fail := 0, false
-	c := &cached[int]{ttl: time.Hour, compute: func() (int, error) {
+	c := &cached[int]{ttl: time.Hour, compute: func(context.Context) (int, error) {
 		calls++
 		if fail {
 			return 0, errors.New("keyspace unreadable")
@@ -359,18 +360,45 @@ func TestCachedMetricsValueBacksOffAfterAFailure(t *testing.T) {
 		return calls, nil
 	}}
 	log := zerolog.Nop()
-	if v := c.get(log); v != 1 || calls != 1 {
+	if v := c.get(context.Background(), log); v != 1 || calls != 1 {
 		t.Fatalf("first get: %d after %d computations", v, calls)
 	}
 	c.at = time.Time{} // the ttl has passed
 	fail = true
 	for range 3 {
-		if v := c.get(log); v != 1 {
+		if v := c.get(context.Background(), log); v != 1 {
 			t.Fatalf("get after a failure: %d, want the last value 1", v)
 		}
 	}
 	if calls != 2 {
 		t.Fatalf("%d computations for three gets within the ttl after a failure, want 2 in all", calls)
+	}
+}
+
+// A metrics value whose computation was cancelled (its sources were
+// detached) gives nothing rather than the last value, and does not count
+// as a computation: the next get with a live context computes.
+func TestCachedMetricsValueCancelled(t *testing.T) {
+	calls := 0
+	c := &cached[int]{ttl: time.Hour, compute: func(ctx context.Context) (int, error) {
+		calls++
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return calls, nil
+	}}
+	log := zerolog.Nop()
+	if v := c.get(context.Background(), log); v != 1 {
+		t.Fatalf("first get: %d", v)
+	}
+	c.at = time.Time{} // the ttl has passed
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if v := c.get(ctx, log); v != 0 {
+		t.Fatalf("cancelled get: %d, want 0 (nothing)", v)
+	}
+	if v := c.get(context.Background(), log); v != 3 || calls != 3 {
+		t.Fatalf("get after a cancelled one: %d after %d computations, want a new computation (3)", v, calls)
 	}
 }
 
@@ -695,7 +723,7 @@ func TestConsumerLagOfARetryTopicIsLabelledByItsTopic(t *testing.T) {
 	for _, g := range []string{"g-push", "g-pop"} {
 		heartbeat(t, c, heartbeatBody("10.0.0.9@retry", "", g, map[string]string{"LagRT": "*", "%RETRY%" + g: "*"}))
 	}
-	lags, err := b.consumerLags()
+	lags, err := b.consumerLags(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -724,7 +752,7 @@ func TestConsumerLagOnlyForOnlineGroups(t *testing.T) {
 	commit(t, c, "g-on", "LagOther", 0, 0)
 	rows := func() []string {
 		t.Helper()
-		lags, err := b.consumerLags()
+		lags, err := b.consumerLags(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -84,7 +84,9 @@ func (s *sharedMetrics) bind(b *Broker, labels map[string]string, src metrics.So
 
 // unbind detaches b's sources from the metrics' gauges, once the reads
 // in progress returned, when b is the Broker bound (a late stop of a
-// Broker replaced since leaves its successor's).
+// Broker replaced since leaves its successor's). A scrape computing the
+// consumer gauges is cancelled at its next queue (metrics.Broker.Detach):
+// the switch does not wait for the whole computation.
 func (s *sharedMetrics) unbind(b *Broker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -53,6 +53,7 @@
 package metrics
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"strconv"
@@ -257,8 +258,11 @@ type Sources struct {
 	StorageSize          func() (bytes int64, ok bool)
 	MessageReserveMillis func() (millis int64, ok bool)
 	// Lags feeds the consumer gauges (enableLagAndDlqMetrics): lag,
-	// in flight, ready and queueing latency.
-	Lags func() []Lag
+	// in flight, ready and queueing latency. ctx ends when the sources
+	// are detached or replaced (Detach, Rebind), which wait for Lags to
+	// return: a computation over many queues checks it between them and
+	// returns what it has (nil leaves the gauges out of that scrape).
+	Lags func(ctx context.Context) []Lag
 	// Timers feeds the timer gauges (enqueue and dequeue lag and
 	// latency, timing messages, the snapshot); ok false leaves them out
 	// of the scrape.
@@ -593,8 +597,13 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	if has(hasLags) {
 		labels := []string{"consumer_group", "topic", "is_retry", "is_system"}
 		m.reg.MustRegister(&lags{
-			src: func() []Lag {
-				rows, _ := readSource(&m.sources, func(s *Sources) func() []Lag { return s.Lags })
+			src: func() (rows []Lag) {
+				m.sources.readContext(func(ctx context.Context, s *Sources) bool {
+					if s.Lags != nil {
+						rows = s.Lags(ctx)
+					}
+					return true
+				})
 				return rows
 			},
 			messages: prometheus.NewDesc(names.Name(ConsumerLagMessages), "Messages past the group's committed offsets.", labels, c),

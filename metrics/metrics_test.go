@@ -57,7 +57,7 @@ func testMetricsUnderRocketMQNames(t *testing.T, names Naming) {
 		Consumers: func() []Connection {
 			return []Connection{{Group: "g1", Language: "java", Version: "479", ConsumeMode: "push", Count: 1}}
 		},
-		Lags: func() []Lag {
+		Lags: func(context.Context) []Lag {
 			return []Lag{{Group: "g1", Topic: "%RETRY%g1", Retry: true, Messages: 7, LatencyMillis: 1500,
 				Inflight: 3, Ready: 4, QueueingMillis: 900}}
 		},
@@ -154,7 +154,7 @@ func TestValidConstLabel(t *testing.T) {
 	}
 	// Every name it accepts builds the metrics (a clash would panic).
 	for _, names := range []Naming{UnitSuffixed, Bare} {
-		New(map[string]string{"region": "eu"}, Sources{Lags: func() []Lag { return nil }, Producers: func() []Connection { return nil }}, names)
+		New(map[string]string{"region": "eu"}, Sources{Lags: func(context.Context) []Lag { return nil }, Producers: func() []Connection { return nil }}, names)
 	}
 }
 
@@ -214,7 +214,7 @@ func TestTimerGauges(t *testing.T) {
 // refuse the whole scrape for a series collected twice.
 func TestLabelValuesThatAreNotUTF8AreRepaired(t *testing.T) {
 	m := New(map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}, Sources{
-		Lags: func() []Lag {
+		Lags: func(context.Context) []Lag {
 			return []Lag{{Group: "g\xff", Topic: "T", Messages: 3}, {Group: "g\xfe", Topic: "T", Messages: 9}}
 		},
 		Consumers: func() []Connection {

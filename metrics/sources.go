@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -13,23 +14,41 @@ import (
 // A Broker stopping detaches its sources (Detach) before it closes its
 // stores; until the next Broker rebinds, the gauges report nothing.
 //
+// Each binding has a context, which set cancels before it waits for the
+// reads in progress: a source that reads a whole store (Sources.Lags, at
+// a million queues seconds of work) stops at its next check of the
+// context, so a switch waits for a scrape to let go of the stores, not
+// for its whole computation.
+//
 // The counters and histograms the processors feed never take its lock:
 // only a scrape's gauges do, to read the sources.
 type bound struct {
 	mu  sync.RWMutex
-	src *Sources // nil: detached
+	src *Sources        // nil: detached
+	ctx context.Context // the binding's, handed to the reads under mu
+
+	// cancelMu guards cancel, which set calls before it takes mu (the
+	// reads it cancels hold mu's read lock).
+	cancelMu sync.Mutex
+	cancel   context.CancelFunc
 }
 
 // read calls f with the sources bound, under the read lock, so that
-// Detach waits for the reads in progress; it returns false when none
-// are bound.
+// set waits for the reads in progress; it returns false when none are
+// bound.
 func (b *bound) read(f func(s *Sources) bool) bool {
+	return b.readContext(func(_ context.Context, s *Sources) bool { return f(s) })
+}
+
+// readContext is read with the binding's context, which set cancels
+// before it waits for f: a long read checks it and returns early.
+func (b *bound) readContext(f func(ctx context.Context, s *Sources) bool) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.src == nil {
 		return false
 	}
-	return f(b.src)
+	return f(b.ctx, b.src)
 }
 
 // readSource calls the source pick names among the sources bound: ok is
@@ -44,11 +63,28 @@ func readSource[T any](b *bound, pick func(s *Sources) func() T) (v T, ok bool) 
 	return v, ok
 }
 
-// set binds src (nil detaches), once the reads in progress returned.
+// set binds src (nil detaches): it cancels the binding's context, then
+// waits for the reads in progress to return.
 func (b *bound) set(src *Sources) {
+	b.cancelMu.Lock()
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.cancelMu.Unlock()
 	b.mu.Lock()
-	b.src = src
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if src != nil {
+		ctx, cancel = context.WithCancel(context.Background())
+	}
+	b.cancelMu.Lock()
+	if b.cancel != nil {
+		b.cancel() // a binding a concurrent set made after the cancel above
+	}
+	b.cancel = cancel
+	b.cancelMu.Unlock()
+	b.src, b.ctx = src, ctx
 }
 
 // The sources a layout records, one bit each (layout.has).
@@ -153,7 +189,9 @@ func (m *Broker) Rebind(labels map[string]string, src Sources, names Naming) boo
 
 // Detach stops m's gauges reading the sources bound, once the reads in
 // progress returned: a broker detaches its sources before it closes
-// what they read. Until the next Rebind a scrape shows m's counters and
+// what they read. It first cancels the context the reads in progress
+// were handed (Sources.Lags'), so that it waits for them to let go of
+// the sources, not for their whole computation. Until the next Rebind a scrape shows m's counters and
 // histograms and none of the gauges read from the sources.
 func (m *Broker) Detach() {
 	if m == nil {

@@ -1,12 +1,14 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // A Broker rebound to another broker's sources keeps its counters and
@@ -110,6 +112,59 @@ func TestDetachWaitsForReads(t *testing.T) {
 	}
 	if out := scrapeOnce(m); strings.Contains(out, "rocketmq_topic_number{") {
 		t.Fatalf("a scrape after Detach shows the gauge:\n%s", out)
+	}
+}
+
+// Detach and Rebind do not wait for a scrape's whole computation of the
+// consumer gauges (seconds at a million queues, and a role switch waits
+// on Detach): they cancel the context Lags was handed, and wait only
+// until Lags returns. Lags here computes until it is cancelled, as a
+// computation over endless queues that checks its context between them;
+// the scrape it serves returns without the consumer gauges.
+func TestDetachCancelsALongLagComputation(t *testing.T) {
+	for _, how := range []string{"Detach", "Rebind"} {
+		t.Run(how, func(t *testing.T) {
+			labels := map[string]string{"node_id": "b"}
+			entered := make(chan struct{})
+			var once sync.Once
+			var detached atomic.Bool
+			lags := func(ctx context.Context) []Lag {
+				if detached.Load() {
+					t.Error("Lags was called after its sources were detached")
+				}
+				once.Do(func() { close(entered) })
+				<-ctx.Done()
+				return nil
+			}
+			m := New(labels, Sources{Lags: lags}, UnitSuffixed)
+			done := make(chan string)
+			go func() { done <- scrapeOnce(m) }()
+			<-entered
+			switched := make(chan struct{})
+			go func() {
+				defer close(switched)
+				if how == "Detach" {
+					m.Detach()
+				} else if !m.Rebind(labels, Sources{Lags: func(context.Context) []Lag {
+					return []Lag{{Group: "g", Topic: "T", Messages: 2}}
+				}}, UnitSuffixed) {
+					t.Error("Rebind refused sources of the same layout")
+				}
+				detached.Store(true)
+			}()
+			select {
+			case <-switched:
+			case <-time.After(30 * time.Second): // a hang guard, not a timing
+				t.Fatalf("%s still waits for a lag computation it should have cancelled", how)
+			}
+			if out := <-done; strings.Contains(out, "rocketmq_consumer_lag_messages{") {
+				t.Fatalf("the cancelled scrape shows consumer gauges:\n%s", out)
+			}
+			out := scrapeOnce(m)
+			if got := strings.Contains(out, `rocketmq_consumer_lag_messages{consumer_group="g"`); got != (how == "Rebind") {
+				t.Fatalf("after %s the next scrape shows consumer gauges: %v\n%s", how, got, out)
+			}
+		})
 	}
 }
 
