@@ -54,6 +54,12 @@ type failoverOptions struct {
 	dir            string
 	brokerSets     []string
 	controllerSets []string
+	// queues (TOPICSxQUEUES, "" for none) are created on the first master
+	// once the slaves joined, and preload messages sent to them round
+	// robin; the run waits until every slave holds them, so that the new
+	// master switches on a store of that size.
+	queues  string
+	preload int64
 }
 
 // failoverGroup is the broker group the benchmark runs.
@@ -104,7 +110,16 @@ liveness settings are passed explicitly (--heartbeat-timeout is the brokers'
 controllerHeartBeatTimeoutMills, --heartbeat-interval their
 brokerHeartbeatInterval, --scan-interval the controller's
 scanNotActiveBrokerInterval and scanInactiveMasterInterval); with --signal
-stop the part of the gap beyond the heartbeat timeout is reported.`,
+stop the part of the gap beyond the heartbeat timeout is reported.
+
+With --queues TOPICSxQUEUES (e.g. 1000x100 for 100k queues, 10000x100 for
+1M) the master creates that many queues once the slaves joined
+(UPDATE_AND_CREATE_TOPIC_LIST, 2,000 topics a request) and takes --preload
+messages of --body bytes spread round robin over them (4 pipelined
+producers, 64 in flight each; --preload equal to the queue count touches
+every queue once); the settle starts once every slave has copied the
+topics and replicated and indexed every message, so the new master's
+switch runs on a store that large. Raise --timeout for large sizes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFailover(cmd.Context(), cmd.OutOrStdout(), o)
@@ -126,6 +141,8 @@ stop the part of the gap beyond the heartbeat timeout is reported.`,
 	f.StringVar(&o.dir, "dir", "", "parent directory of the temporary stores (default: the system temp directory)")
 	f.StringArrayVar(&o.brokerSets, "broker-set", nil, "broker configuration override key=value (repeatable)")
 	f.StringArrayVar(&o.controllerSets, "controller-set", nil, "controller configuration override key=value (repeatable)")
+	f.StringVar(&o.queues, "queues", "", "TOPICSxQUEUES created on the master before the settle (k and M suffixes; empty: none)")
+	f.Int64Var(&o.preload, "preload", 0, "messages sent round robin to the --queues before the settle")
 	return cmd
 }
 
@@ -145,6 +162,15 @@ func (o failoverOptions) validate() error {
 		return errors.New("failover: --send-timeout and --timeout must be positive, --settle not negative")
 	case o.heartbeatTimeout < time.Millisecond || o.heartbeatInterval < time.Millisecond || o.scanInterval < time.Millisecond:
 		return errors.New("failover: --heartbeat-timeout, --heartbeat-interval and --scan-interval must be at least 1ms")
+	case o.preload < 0:
+		return fmt.Errorf("failover: --preload %d: want >= 0", o.preload)
+	case o.preload > 0 && o.queues == "":
+		return errors.New("failover: --preload needs --queues")
+	}
+	if o.queues != "" {
+		if _, err := o.queueSize(); err != nil {
+			return fmt.Errorf("failover: %w", err)
+		}
 	}
 	bs, err := parseSets(o.brokerSets)
 	if err != nil {
@@ -167,6 +193,18 @@ func (o failoverOptions) validate() error {
 		}
 	}
 	return nil
+}
+
+// queueSize is --queues, one size.
+func (o failoverOptions) queueSize() (scaleSize, error) {
+	sizes, err := parseScaleSizes(o.queues)
+	if err != nil {
+		return scaleSize{}, err
+	}
+	if len(sizes) != 1 {
+		return scaleSize{}, fmt.Errorf("--queues %q: want one size", o.queues)
+	}
+	return sizes[0], nil
 }
 
 // sig returns the signal that stops the master.
@@ -199,6 +237,9 @@ type failoverRun struct {
 	timeouts int
 	// oldEpoch and newEpoch are the master epochs before and after.
 	oldEpoch, newEpoch int32
+	// preloaded is how long the --queues and --preload took, until every
+	// slave held them (0 without).
+	preloaded time.Duration
 }
 
 func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
@@ -224,12 +265,20 @@ func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
 		fmt.Fprintf(w, "; controller with %s", strings.Join(o.controllerSets, " "))
 	}
 	fmt.Fprintln(w)
+	if o.queues != "" {
+		size, _ := o.queueSize() // validated
+		fmt.Fprintf(w, "store: %s queues created on the master, %s messages of %d B sent to them round robin, every slave caught up before the settle\n",
+			size, fmtCount(int(o.preload)), o.body)
+	}
 	fmt.Fprintf(w, "machine: %s\n", machineLine())
 	var runs []failoverRun
 	for i := range o.runs {
 		r, err := failoverOnce(ctx, o, bin, ctlBin)
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
+		}
+		if r.preloaded > 0 {
+			fmt.Fprintf(w, "run %d: store preloaded and replicated in %s\n", i+1, fmtDur(r.preloaded))
 		}
 		fmt.Fprintf(w, "run %d: cold start %s (its switch %s); SIG%s -> new master elected %s, its switch %s, it accepts a send %s (x%.3f of cold start), producer's first accepted send %s after %d failed (%d sends timed out); epoch %d -> %d;%s load %s\n",
 			i+1, fmtDur(r.cold), fmtDur(r.coldSwitch), strings.ToUpper(o.signal), fmtDur(r.elected), fmtDur(r.newSwitch), fmtDur(r.accepted),
@@ -671,6 +720,13 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 		return r, fmt.Errorf("cold start: the broker's switch not found in its log (%v)", err)
 	}
 	r.coldSwitch = sw0[0].took
+	if o.queues != "" {
+		began := time.Now()
+		if err := e.preloadStore(ctx, addr0); err != nil {
+			return r, err
+		}
+		r.preloaded = time.Since(began)
+	}
 
 	// Steady sends, then the signal. With SIGSTOP the election waits for
 	// the controller's next scan after the timeout: a random part of a
@@ -741,6 +797,84 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	}
 	r.newSwitch = last
 	return r, nil
+}
+
+// preloadStore creates --queues on the master at addr, sends --preload
+// messages round robin over them, and waits until every slave has copied
+// the topics (topicCount) and replicated and indexed every message
+// (commitLogMaxOffset, dispatchBehindBytes), as GET_BROKER_RUNTIME_INFO
+// reports them.
+func (e *failoverEnv) preloadStore(ctx context.Context, master string) error {
+	size, err := e.o.queueSize()
+	if err != nil {
+		return err
+	}
+	qs := newQueueSet(size)
+	if err := createTopicList(ctx, master, qs.topics, size.perTopic, 2000); err != nil {
+		return fmt.Errorf("preload: %w", err)
+	}
+	if e.o.preload > 0 {
+		const producers = 4
+		total := size.queues()
+		lr, err := runLoad(ctx, master, loadConfig{
+			topic: qs.topics[0], queues: total, producers: producers, inflight: 64, bodySize: e.o.body, count: e.o.preload,
+			pick: func(idx, n int) (string, int) { return qs.queue((idx + n*producers) % total) },
+		})
+		if err == nil && lr.Failed > 0 {
+			err = fmt.Errorf("%d sends failed, first: %s", lr.Failed, lr.FirstError)
+		}
+		if err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+	}
+	var last string
+	for {
+		caught, why, err := e.slavesCaughtUp(ctx, master)
+		if err == nil && caught {
+			return nil
+		}
+		if err != nil {
+			why = err.Error()
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("preload: the slaves did not catch up (%s): %w", last, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// slavesCaughtUp reports whether every broker but the master at master
+// holds the master's topics and CommitLog, indexed; why says what is
+// missing when not.
+func (e *failoverEnv) slavesCaughtUp(ctx context.Context, master string) (bool, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	m, err := brokerInfo(ctx, master)
+	if err != nil {
+		return false, "", err
+	}
+	for _, addr := range e.addrs {
+		if addr == master {
+			continue
+		}
+		s, err := brokerInfo(ctx, addr)
+		if err != nil {
+			return false, "", err
+		}
+		mt, _ := strconv.Atoi(m["topicCount"])
+		st, _ := strconv.Atoi(s["topicCount"])
+		switch {
+		case s["commitLogMaxOffset"] != m["commitLogMaxOffset"]:
+			return false, fmt.Sprintf("slave %s at offset %s of %s", addr, s["commitLogMaxOffset"], m["commitLogMaxOffset"]), nil
+		case s["dispatchBehindBytes"] != "0":
+			return false, fmt.Sprintf("slave %s indexing, %s bytes behind", addr, s["dispatchBehindBytes"]), nil
+		case st < mt:
+			return false, fmt.Sprintf("slave %s has %d of %d topics", addr, st, mt), nil
+		}
+	}
+	return true, "", nil
 }
 
 // switchLogWait bounds the wait for a new master's record of its switch:

@@ -108,12 +108,21 @@ func TestFailoverOptionsValidate(t *testing.T) {
 		"controller":    func(o *failoverOptions) { o.controllerSets = []string{"=x"} },
 		"timeout key":   func(o *failoverOptions) { o.brokerSets = []string{"controllerHeartBeatTimeoutMills=3000"} },
 		"scan key":      func(o *failoverOptions) { o.controllerSets = []string{"scanNotActiveBrokerInterval=1000"} },
+		"queues":        func(o *failoverOptions) { o.queues = "100" },
+		"two sizes":     func(o *failoverOptions) { o.queues = "10x10,20x10" },
+		"preload alone": func(o *failoverOptions) { o.preload = 10 },
+		"preload < 0":   func(o *failoverOptions) { o.queues, o.preload = "10x10", -1 },
 	} {
 		o := ok
 		mod(&o)
 		if err := o.validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+	sized := ok
+	sized.queues, sized.preload = "1kx100", 1000
+	if err := sized.validate(); err != nil {
+		t.Errorf("--queues 1kx100 --preload 1000: %v", err)
 	}
 	if stop := (failoverOptions{signal: "stop"}); stop.sig().String() != "stopped (signal)" {
 		t.Errorf("stop's signal is %v", stop.sig())
@@ -138,8 +147,9 @@ func TestFailoverSmoke(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := runBench(t, "failover", "--broker-bin", filepath.Join(bin, "broker"), "--dir", dir, "--runs", "1", "--brokers", "2",
-		"--settle", "200ms", "--rate", "50")
-	for _, want := range []string{"SIGKILL -> new master elected", "epoch 1 -> 2", "failover/cold", "1 runs", "heartbeat connection's close"} {
+		"--settle", "200ms", "--rate", "50", "--queues", "10x10", "--preload", "100")
+	for _, want := range []string{"SIGKILL -> new master elected", "epoch 1 -> 2", "failover/cold", "1 runs", "heartbeat connection's close",
+		"store: 100 (10x10) queues", "store preloaded and replicated in"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
