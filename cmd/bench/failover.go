@@ -60,6 +60,8 @@ type failoverOptions struct {
 	// master switches on a store of that size.
 	queues  string
 	preload int64
+	// keep leaves each run's stores and logs under dir.
+	keep bool
 }
 
 // failoverGroup is the broker group the benchmark runs.
@@ -143,6 +145,7 @@ switch runs on a store that large. Raise --timeout for large sizes.`,
 	f.StringArrayVar(&o.controllerSets, "controller-set", nil, "controller configuration override key=value (repeatable)")
 	f.StringVar(&o.queues, "queues", "", "TOPICSxQUEUES created on the master before the settle (k and M suffixes; empty: none)")
 	f.Int64Var(&o.preload, "preload", 0, "messages sent round robin to the --queues before the settle")
+	f.BoolVar(&o.keep, "keep", false, "leave each run's stores and logs (printed) instead of removing them")
 	return cmd
 }
 
@@ -226,6 +229,10 @@ type failoverRun struct {
 	// first send a broker accepted; newSwitch the new master's record of
 	// its switch.
 	elected, accepted, firstSend, newSwitch time.Duration
+	// newStart is the new master Broker's own start within newSwitch
+	// (its "broker started" startup): newSwitch less newStart is mostly
+	// the slave Broker's stop.
+	newStart time.Duration
 	// failed counts the sends that failed between the signal and
 	// firstSend.
 	failed int
@@ -237,6 +244,8 @@ type failoverRun struct {
 	timeouts int
 	// oldEpoch and newEpoch are the master epochs before and after.
 	oldEpoch, newEpoch int32
+	// root holds the run's stores and logs.
+	root string
 	// preloaded is how long the --queues and --preload took, until every
 	// slave held them (0 without).
 	preloaded time.Duration
@@ -277,11 +286,14 @@ func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
 		if err != nil {
 			return fmt.Errorf("run %d: %w", i+1, err)
 		}
+		if o.keep {
+			fmt.Fprintf(w, "run %d: stores and logs kept in %s\n", i+1, r.root)
+		}
 		if r.preloaded > 0 {
 			fmt.Fprintf(w, "run %d: store preloaded and replicated in %s\n", i+1, fmtDur(r.preloaded))
 		}
-		fmt.Fprintf(w, "run %d: cold start %s (its switch %s); SIG%s -> new master elected %s, its switch %s, it accepts a send %s (x%.3f of cold start), producer's first accepted send %s after %d failed (%d sends timed out); epoch %d -> %d;%s load %s\n",
-			i+1, fmtDur(r.cold), fmtDur(r.coldSwitch), strings.ToUpper(o.signal), fmtDur(r.elected), fmtDur(r.newSwitch), fmtDur(r.accepted),
+		fmt.Fprintf(w, "run %d: cold start %s (its switch %s); SIG%s -> new master elected %s, its switch %s (Broker start %s), it accepts a send %s (x%.3f of cold start), producer's first accepted send %s after %d failed (%d sends timed out); epoch %d -> %d;%s load %s\n",
+			i+1, fmtDur(r.cold), fmtDur(r.coldSwitch), strings.ToUpper(o.signal), fmtDur(r.elected), fmtDur(r.newSwitch), fmtDur(r.newStart), fmtDur(r.accepted),
 			ratio(float64(r.accepted), float64(r.cold)), fmtDur(r.firstSend), r.failed, r.timeouts, r.oldEpoch, r.newEpoch, jitterNote(r.jitter), loadAverage())
 		runs = append(runs, r)
 	}
@@ -289,7 +301,7 @@ func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
 		return time.Duration(medianOf(runs, func(r failoverRun) float64 { return float64(f(r)) }))
 	}
 	var t table
-	t.add("median of", "cold start", "elected", "new master's switch", "new master accepts", "failover/cold", "producer's first send", "failed sends", "elected-timeout", "accepts-timeout")
+	t.add("median of", "cold start", "elected", "new master's switch", "its Broker start", "new master accepts", "failover/cold", "producer's first send", "failed sends", "elected-timeout", "accepts-timeout")
 	beyond := func(d time.Duration) string {
 		if o.signal == "kill" {
 			return "n/a"
@@ -299,7 +311,7 @@ func runFailover(ctx context.Context, w io.Writer, o failoverOptions) error {
 	el, acc := med(func(r failoverRun) time.Duration { return r.elected }), med(func(r failoverRun) time.Duration { return r.accepted })
 	t.add(fmt.Sprintf("%d runs", len(runs)),
 		med(func(r failoverRun) time.Duration { return r.cold }), el,
-		med(func(r failoverRun) time.Duration { return r.newSwitch }), acc,
+		med(func(r failoverRun) time.Duration { return r.newSwitch }), med(func(r failoverRun) time.Duration { return r.newStart }), acc,
 		fmt.Sprintf("%.3f", medianOf(runs, func(r failoverRun) float64 { return ratio(float64(r.accepted), float64(r.cold)) })),
 		med(func(r failoverRun) time.Duration { return r.firstSend }),
 		fmtNum(medianOf(runs, func(r failoverRun) float64 { return float64(r.failed) })),
@@ -478,6 +490,9 @@ func (e *failoverEnv) close() error {
 	if e.pool != nil {
 		_ = e.pool.Close()
 	}
+	if e.o.keep {
+		return nil
+	}
 	if err := os.RemoveAll(e.root); err != nil {
 		return fmt.Errorf("remove %s: %w", e.root, err)
 	}
@@ -631,6 +646,7 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	if err != nil {
 		return r, fmt.Errorf("create temporary directory: %w", err)
 	}
+	r.root = root
 	e := &failoverEnv{o: o, root: root, pool: remoting.NewClientPool(remoting.ClientOptions{Log: zerolog.Nop()})}
 	defer func() {
 		if cerr := e.close(); err == nil {
@@ -795,7 +811,7 @@ func failoverOnce(ctx context.Context, o failoverOptions, bin, ctlBin string) (r
 	if err != nil {
 		return r, err
 	}
-	r.newSwitch = last
+	r.newSwitch, r.newStart = last.took, last.start
 	return r, nil
 }
 
@@ -884,23 +900,23 @@ func (e *failoverEnv) slavesCaughtUp(ctx context.Context, master string) (bool, 
 const switchLogWait = 10 * time.Second
 
 // awaitMasterSwitch reads the log of the broker at addr until it holds a
-// start as SYNC_MASTER, and returns that start's took.
-func (e *failoverEnv) awaitMasterSwitch(ctx context.Context, addr string) (time.Duration, error) {
+// start as SYNC_MASTER, and returns that start's record.
+func (e *failoverEnv) awaitMasterSwitch(ctx context.Context, addr string) (switchRecord, error) {
 	deadline := time.Now().Add(switchLogWait)
 	for {
 		sw, err := readSwitches(e.brokerLog(addr))
 		if err != nil {
-			return 0, err
+			return switchRecord{}, err
 		}
 		if last, ok := lastMasterSwitch(sw); ok {
 			return last, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("the new master %s logged no start as SYNC_MASTER within %v", addr, switchLogWait)
+			return switchRecord{}, fmt.Errorf("the new master %s logged no start as SYNC_MASTER within %v", addr, switchLogWait)
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("the new master %s logged no start as SYNC_MASTER: %w", addr, ctx.Err())
+			return switchRecord{}, fmt.Errorf("the new master %s logged no start as SYNC_MASTER: %w", addr, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -1036,6 +1052,9 @@ type switchRecord struct {
 	master bool
 	epoch  int32
 	took   time.Duration
+	// start is the startup of the Broker's "broker started" line just
+	// before (0: none): the new Broker's own start within took.
+	start time.Duration
 }
 
 // readSwitches reads the switch records of a broker's log file.
@@ -1054,10 +1073,20 @@ func readSwitches(path string) ([]switchRecord, error) {
 // are not JSON, are skipped.
 func parseSwitches(r io.Reader) ([]switchRecord, error) {
 	var out []switchRecord
+	var start time.Duration // of the last "broker started" line not yet taken
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
 		line := sc.Bytes()
+		if bytes.Contains(line, []byte(`"broker started"`)) {
+			var ev struct {
+				Startup *float64 `json:"startup"`
+			}
+			if err := json.Unmarshal(line, &ev); err == nil && ev.Startup != nil {
+				start = time.Duration(*ev.Startup * float64(time.Millisecond))
+			}
+			continue
+		}
 		if !bytes.Contains(line, []byte("broker running as ")) {
 			continue
 		}
@@ -1072,7 +1101,8 @@ func parseSwitches(r io.Reader) ([]switchRecord, error) {
 			continue
 		}
 		out = append(out, switchRecord{master: *ev.Master, epoch: ev.MasterEpoch,
-			took: time.Duration(*ev.Took * float64(time.Millisecond))})
+			took: time.Duration(*ev.Took * float64(time.Millisecond)), start: start})
+		start = 0
 	}
 	if err := sc.Err(); err != nil {
 		return out, fmt.Errorf("read broker log: %w", err)
@@ -1080,12 +1110,12 @@ func parseSwitches(r io.Reader) ([]switchRecord, error) {
 	return out, nil
 }
 
-// lastMasterSwitch returns the took of the last start as master.
-func lastMasterSwitch(sw []switchRecord) (time.Duration, bool) {
+// lastMasterSwitch returns the record of the last start as master.
+func lastMasterSwitch(sw []switchRecord) (switchRecord, bool) {
 	for i := len(sw) - 1; i >= 0; i-- {
 		if sw[i].master {
-			return sw[i].took, true
+			return sw[i], true
 		}
 	}
-	return 0, false
+	return switchRecord{}, false
 }

@@ -13,7 +13,7 @@ import (
 
 func TestParseSwitchesReadsTheSupervisorsLines(t *testing.T) {
 	log := strings.Join([]string{
-		`{"level":"info","component":"broker","startup":16.4,"time":"2026-12-06T10:30:23Z","message":"broker started"}`,
+		`{"level":"info","component":"broker","startup":16.5,"time":"2026-12-06T10:30:23Z","message":"broker started"}`,
 		`{"level":"info","component":"controller-mode","master":true,"brokerId":1,"masterEpoch":1,"cutAt":0,"took":16.637763,"message":"broker running as SYNC_MASTER"}`,
 		`not json, but it says broker running as SLAVE`,
 		`{"level":"info","component":"controller-mode","master":false,"brokerId":1,"masterEpoch":2,"took":40.5,"message":"broker running as SLAVE"}`,
@@ -26,7 +26,7 @@ func TestParseSwitchesReadsTheSupervisorsLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []switchRecord{
-		{master: true, epoch: 1, took: 16637763 * time.Nanosecond},
+		{master: true, epoch: 1, took: 16637763 * time.Nanosecond, start: 16500 * time.Microsecond},
 		{master: false, epoch: 2, took: 40500 * time.Microsecond},
 		{master: true, epoch: 3, took: 1250 * time.Millisecond},
 		{master: false, epoch: 4, took: 7 * time.Millisecond},
@@ -39,8 +39,8 @@ func TestParseSwitchesReadsTheSupervisorsLines(t *testing.T) {
 			t.Fatalf("record %d: got %+v, want %+v", i, sw[i], want[i])
 		}
 	}
-	if took, ok := lastMasterSwitch(sw); !ok || took != 1250*time.Millisecond {
-		t.Errorf("last start as master took %v (%v), want 1.25s", took, ok)
+	if last, ok := lastMasterSwitch(sw); !ok || last.took != 1250*time.Millisecond {
+		t.Errorf("last start as master took %v (%v), want 1.25s", last.took, ok)
 	}
 	if _, ok := lastMasterSwitch(sw[1:2]); ok {
 		t.Error("a log with no start as master gave one")
