@@ -187,6 +187,7 @@ func (b *Broker) startAutoSwitchMaster(port int) error {
 		MaxTimeSlaveNotCatchup:  b.cfg.HAMaxTimeSlaveNotCatchup,
 		CheckSyncStateSetPeriod: b.cfg.CheckSyncStateSetPeriod,
 		Logger:                  b.root,
+		Listen:                  b.haListen(),
 	})
 	if err := srv.Start(); err != nil {
 		return fmt.Errorf("start the AutoSwitch HA server: %w", err)
@@ -198,6 +199,16 @@ func (b *Broker) startAutoSwitchMaster(port int) error {
 	b.log.Info().Int("haListenPort", port).Ints64("syncStateSet", b.ctl.syncSet).
 		Msg("master: slaves replicate with the AutoSwitch HA protocol")
 	return nil
+}
+
+// haListen is how the AutoSwitch server of a master Broker listens:
+// behind a Supervisor, on a lease of the process's HA port, which
+// outlives the Broker (haPort); else nil, its own listener.
+func (b *Broker) haListen() func(string) (net.Listener, error) {
+	if b.shared == nil || b.shared.ha == nil {
+		return nil
+	}
+	return func(string) (net.Listener, error) { return b.shared.ha.lease() }
 }
 
 // startAutoSwitchSlave follows the master with RocketMQ's AutoSwitch HA

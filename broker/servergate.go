@@ -48,6 +48,9 @@ type processServers struct {
 	// metrics are the Prometheus metrics and exporter the Brokers
 	// share (metricsExporterType=PROM), closed with the servers.
 	metrics sharedMetrics
+	// ha is the HA port each master Broker's AutoSwitch server serves
+	// (nil before listenHA), closed with the servers.
+	ha *haPort
 }
 
 // newProcessServers builds the servers of cfg's ports as a Broker of cfg
@@ -92,12 +95,17 @@ func (p *processServers) onAnswer(a remoting.Answer) {
 	}
 }
 
-// shutdown closes every connection and stops both servers and the
-// metrics exporter.
+// shutdown closes every connection and stops both servers, the HA port
+// and the metrics exporter.
 func (p *processServers) shutdown(ctx context.Context) error {
 	var errs []error
 	if err := p.metrics.close(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if p.ha != nil {
+		if err := p.ha.close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, s := range []*remoting.Server{p.main, p.fast} {
 		if s != nil {

@@ -282,6 +282,17 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 		return err
 	}
 	s.servers = servers
+	// The HA port too: a slave of the group dialling this broker while
+	// it switches to master waits for the master Broker's server rather
+	// than being refused (haPort).
+	haPort := s.cfg.HAListenPort
+	if haPort == 0 {
+		haPort = s.cfg.ListenPort + 1
+	}
+	if servers.ha, err = listenHA(net.JoinHostPort("", strconv.Itoa(haPort)), s.switchWait,
+		s.root.With().Str("component", "autoswitch-ha").Logger()); err != nil {
+		return err
+	}
 	if w := servers.tlsWatch; w != nil {
 		s.wg.Add(1)
 		go func() {

@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A controller-mode broker keeps its HA port open through a switch: a
+// slave of the group dialling it while it switches from slave to master
+// is not refused (the port closed with each master Broker, and a slave's
+// refused client tried again only after 5 s) but served by the master
+// Broker's AutoSwitch server once it starts.
+func TestControllerModeSwitchKeepsTheHAPort(t *testing.T) {
+	ctlAddr := startTestController(t, false, true)
+	ns := startTestNameServer(t)
+	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	for _, c := range []*ctlBroker{a, b} {
+		c.settings["registerNameServerPeriod"] = "500"
+	}
+	haAddr := "127.0.0.1:" + b.settings["haListenPort"]
+	type dialled struct {
+		conn net.Conn
+		err  error
+	}
+	during := make(chan dialled, 1)
+	var once sync.Once
+	b.configure = func(br *Broker) {
+		// The Broker of the new role, not started: with b's slave
+		// Broker stopped, the middle of its switch to master.
+		if br.cfg.BrokerRole == roleSyncMaster {
+			once.Do(func() {
+				c, err := net.Dial("tcp", haAddr)
+				during <- dialled{c, err}
+			})
+		}
+	}
+	a.start()
+	b.start()
+	if !a.isMaster() {
+		t.Fatal("the first broker is not the master")
+	}
+	// (Not ctlBroker.end: it reads a Broker's CommitLog field, which the
+	// switch below clears, without a lock.)
+	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool {
+		return len(a.sup.role().syncSet) == 2
+	})
+	designateMaster(t, ctlAddr, b.sup.BrokerID())
+	var d dialled
+	select {
+	case d = <-during:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("the second broker did not switch")
+	}
+	if d.err != nil {
+		t.Fatalf("a connection to the HA port during the switch to master: %v", d.err)
+	}
+	defer d.conn.Close()
+	local := d.conn.LocalAddr().String()
+	waitUntil(t, 20*time.Second, "the master Broker's AutoSwitch server to take the connection made during its switch", func() bool {
+		br := b.sup.Broker()
+		if br == nil || br.repl.auto == nil {
+			return false
+		}
+		for _, s := range br.repl.auto.Slaves() {
+			if s.Addr == local {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,127 @@
+package broker
+
+import (
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// echoOnce writes b on the client's end and reads it on the server's:
+// the two are the ends of one connection.
+func echoOnce(t *testing.T, client, server net.Conn) {
+	t.Helper()
+	if _, err := client.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	_ = server.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang guard
+	if _, err := io.ReadFull(server, buf); err != nil || buf[0] != 'x' {
+		t.Fatalf("the accepted connection is not the one dialled: %q, %v", buf, err)
+	}
+}
+
+// acceptGuarded is l.Accept with a hang guard.
+func acceptGuarded(t *testing.T, l net.Listener) net.Conn {
+	t.Helper()
+	type res struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := l.Accept()
+		ch <- res{c, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("accept: %v", r.err)
+		}
+		t.Cleanup(func() { _ = r.c.Close() })
+		return r.c
+	case <-time.After(30 * time.Second):
+		t.Fatal("no connection accepted")
+		return nil
+	}
+}
+
+func dialHA(t *testing.T, p *haPort) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", p.Addr().String())
+	if err != nil {
+		t.Fatalf("dial the HA port: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// The process's HA port stays open between two master Brokers: a
+// connection made while no server holds a lease waits for the next one,
+// which accepts it, as does a connection handed to a lease that closed
+// before its server took it. A closed lease accepts nothing; the port's
+// close refuses connections.
+func TestHAPortHandsConnectionsToTheNextLease(t *testing.T) {
+	p, err := listenHA("127.0.0.1:0", time.Hour, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.close() }()
+
+	early := dialHA(t, p) // no lease: it waits
+	l, err := p.lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.lease(); err == nil {
+		t.Fatal("a second lease was given while the first holds the port")
+	}
+	echoOnce(t, early, acceptGuarded(t, l))
+
+	// A connection handed to l and not accepted when l closes goes to
+	// the next lease.
+	late := dialHA(t, p)
+	waitUntil(t, 30*time.Second, "the connection to reach the lease", func() bool { return len(l.(*haLease).conns) == 1 })
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := l.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("a closed lease accepted %v, %v", c, err)
+	}
+	next, err := p.lease()
+	if err != nil {
+		t.Fatalf("lease after a close: %v", err)
+	}
+	echoOnce(t, late, acceptGuarded(t, next))
+	_ = next.Close()
+
+	if err := p.close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", p.Addr().String()); err == nil {
+		_ = c.Close()
+		t.Fatal("the closed HA port accepts connections")
+	}
+	if _, err := p.lease(); err == nil {
+		t.Fatal("a closed HA port gave a lease")
+	}
+}
+
+// A connection no master Broker takes within the wait (the process runs a
+// slave) is closed, not left hanging.
+func TestHAPortClosesAConnectionNoLeaseTakes(t *testing.T) {
+	p, err := listenHA("127.0.0.1:0", time.Millisecond, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.close() }()
+	c := dialHA(t, p)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a hang guard
+	var ne net.Error
+	if _, err := c.Read(make([]byte, 1)); err == nil || (errors.As(err, &ne) && ne.Timeout()) {
+		t.Fatalf("read from a connection no lease took: %v, want it closed", err)
+	}
+}
