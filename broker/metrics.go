@@ -786,6 +786,11 @@ func uncancelled[T any](f func() (T, error)) func(context.Context) (T, error) {
 // it ended: a role switch detaching the metrics' sources waits for the
 // queue being read, not for the rest.
 func (b *Broker) consumerLags(ctx context.Context) ([]metrics.Lag, error) {
+	if err := ctx.Err(); err != nil {
+		// A scrape that waited for another's computation (cached) after
+		// the sources were detached.
+		return nil, fmt.Errorf("consumer lags: %w", err)
+	}
 	popped, err := b.db.Pop().Queues()
 	var skipped *kvindex.SkippedError
 	if errors.As(err, &skipped) {

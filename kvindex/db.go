@@ -580,14 +580,20 @@ func (d *DB) Close() error {
 	if d.closed.Swap(true) {
 		return ErrDBClosed
 	}
+	began := time.Now()
+	var flushed time.Duration
 	if !d.readOnly {
 		// Flushing the memtables now makes the next open fast: Pebble
 		// would otherwise replay their WAL, seconds for a full memtable.
 		if err := d.pdb.Flush(); err != nil {
 			d.log.Warn().Err(err).Msg("flush index before close; the next open replays its WAL")
 		}
+		flushed = time.Since(began)
 	}
+	// Pebble's close waits for the flushes and compactions running: at a
+	// controller-mode switch this is part of the old role's stop.
 	err := d.pdb.Close()
+	d.log.Info().Dur("flush", flushed).Dur("took", time.Since(began)).Msg("index closed")
 	d.cache.Unref()
 	if err != nil {
 		return fmt.Errorf("close index: %w", err)
