@@ -117,7 +117,12 @@ type Broker struct {
 	popCopyPage int
 	popCopyMax  int
 
-	clog     *commitlog.Log
+	clog *commitlog.Log
+	// clogMu guards clog against its close for the one reader outside
+	// the Broker's own lifecycle, the controller-mode Supervisor's
+	// heartbeat (replicaOffsets), which a role switch's stop races:
+	// closeStores holds it while it closes and drops the CommitLog.
+	clogMu   sync.RWMutex
 	db       *kvindex.DB
 	cqs      cq.Store      // the ConsumeQueue that serves reads
 	cqMirror cq.Store      // the other layout under rocksdbCQDoubleWriteEnable, or nil
@@ -1237,10 +1242,12 @@ func (b *Broker) closeStores() []error {
 		b.fileCQ = nil
 	}
 	if b.clog != nil {
+		b.clogMu.Lock()
 		if err := b.clog.Close(); err != nil {
 			errs = append(errs, err)
 		}
 		b.clog = nil
+		b.clogMu.Unlock()
 	}
 	if b.db != nil {
 		b.popCopies.closeAll()

@@ -221,9 +221,14 @@ func (c *ctlBroker) isMaster() bool {
 	return r.running && r.master
 }
 
+// end is the running Broker's CommitLog end (-1 when none runs or its
+// stores close), read as the Supervisor's heartbeat reads it, since a
+// switch may stop the Broker meanwhile.
 func (c *ctlBroker) end() int64 {
 	if b := c.sup.Broker(); b != nil {
-		return b.clog.MaxOffset()
+		if end, _, ok := b.replicaOffsets(); ok {
+			return end
+		}
 	}
 	return -1
 }

@@ -249,6 +249,22 @@ func (b *Broker) startAutoSwitchSlave() {
 	b.log.Info().Int64("brokerId", b.ctl.id).Msg("slave: the CommitLog is replicated from the master with the AutoSwitch HA protocol; sends are refused")
 }
 
+// replicaOffsets returns the CommitLog's end and the confirmed offset for
+// a controller heartbeat. The Supervisor's heartbeat calls it from a
+// goroutine of its own while a role switch may be stopping the Broker:
+// ok is false, and nothing is read, while the CommitLog closes or once it
+// is closed (the heartbeat sends the last values it read instead).
+func (b *Broker) replicaOffsets() (end, confirm int64, ok bool) {
+	if !b.clogMu.TryRLock() {
+		return 0, 0, false
+	}
+	defer b.clogMu.RUnlock()
+	if b.clog == nil {
+		return 0, 0, false
+	}
+	return b.clog.MaxOffset(), b.confirmOffset(), true
+}
+
 // confirmOffset is the confirm offset a controller-mode broker reports in
 // its heartbeats, as RocketMQ's CommitLog.getConfirmOffset: a master's
 // from its AutoSwitch server (its end, or with allAckInSyncStateSet what

@@ -506,19 +506,26 @@ func (s *Supervisor) readStoreEnd() {
 	s.log.Info().Int64("maxPhyOffset", end).Msg("the heartbeats report the store's CommitLog end until the broker runs")
 }
 
+// heartbeatOffsets returns the CommitLog end and confirmed offset a
+// heartbeat reports: the running Broker's, or, while none runs or its
+// stores close at a switch, the last ones read.
+func (s *Supervisor) heartbeatOffsets() (end, confirm int64) {
+	if b := s.Broker(); b != nil {
+		if end, confirm, ok := b.replicaOffsets(); ok {
+			s.lastEnd.Store(end)
+			s.lastConfirm.Store(confirm)
+			return end, confirm
+		}
+	}
+	return s.lastEnd.Load(), s.lastConfirm.Load()
+}
+
 // sendHeartbeat sends BROKER_HEARTBEAT to every controller: the last
 // epoch of its epoch file (a slave's holds the epochs its master's
 // transfers carried), its CommitLog's end, the confirm offset of its
 // AutoSwitch HA, its timeout and election priority.
 func (s *Supervisor) sendHeartbeat(ctx context.Context) {
-	end := s.lastEnd.Load()
-	confirm := s.lastConfirm.Load()
-	if b := s.Broker(); b != nil && b.clog != nil {
-		end = b.clog.MaxOffset()
-		s.lastEnd.Store(end)
-		confirm = b.confirmOffset()
-		s.lastConfirm.Store(confirm)
-	}
+	end, confirm := s.heartbeatOffsets()
 	s.ctl.sendHeartbeat(ctx, ctlHeartbeat{Cluster: s.cfg.BrokerClusterName, Name: s.cfg.BrokerName, Addr: s.addr,
 		ID: s.BrokerID(), Epoch: s.epochs.LastEpoch(), MaxOffset: end, ConfirmOffset: confirm,
 		Timeout: s.cfg.ControllerHeartBeatTimeout, Priority: s.cfg.BrokerElectionPriority}, s.cfg.SendHeartbeatTimeout)
