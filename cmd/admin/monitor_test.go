@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -170,21 +168,8 @@ func TestStartMonitoringStopsOnSignal(t *testing.T) {
 	ns, _ := startCluster(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "startMonitoring", "-n", ns, "--delay", "0s", "--interval", "1h")
-			cmd.Env = append(os.Environ(), "ADMIN_TEST_AS_MAIN=1")
-			var stdout, stderr testutil.SyncBuffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
+			p := testutil.StartMain(t, "ADMIN_TEST_AS_MAIN=1", "startMonitoring", "-n", ns, "--delay", "0s", "--interval", "1h")
+			stdout, stderr := p.Stdout, p.Stderr
 			deadline := time.Now().Add(30 * time.Second)
 			for !strings.Contains(stdout.String(), "endRound") {
 				if time.Now().After(deadline) {
@@ -192,12 +177,12 @@ func TestStartMonitoringStopsOnSignal(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if err := cmd.Process.Signal(sig); err != nil {
+			if err := p.Cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case err := <-exited:
-				if err != nil {
+			case <-p.Done():
+				if err := p.Err(); err != nil {
 					t.Fatalf("exit after %s: %v\n%s", sig, err, stderr.String())
 				}
 			case <-time.After(30 * time.Second):

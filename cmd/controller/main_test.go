@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,20 +47,8 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 		"\nmetricsLabel = instance_id:i1\n")
 
 	start := func() (*remoting.Client, func()) {
-		cmd := exec.Command(os.Args[0], "--configFile", conf, "--log-format", "json")
-		cmd.Env = append(os.Environ(), "CONTROLLER_TEST_AS_MAIN=1")
-		logs := &testutil.SyncBuffer{}
-		cmd.Stderr = logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-			}
-		})
+		p := testutil.StartMain(t, "CONTROLLER_TEST_AS_MAIN=1", "--configFile", conf, "--log-format", "json")
+		logs := p.Stderr
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		t.Cleanup(cancel)
 		var c *remoting.Client
@@ -84,12 +71,12 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 		}
 		stop := func() {
 			_ = c.Close()
-			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case err := <-exited:
-				if err != nil {
+			case <-p.Done():
+				if err := p.Err(); err != nil {
 					t.Fatalf("exit: %v\n%s", err, logs)
 				}
 			case <-ctx.Done():

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -20,20 +19,8 @@ import (
 func TestLogDirWritesNamesrvLog(t *testing.T) {
 	addr := freeAddr(t)
 	dir := filepath.Join(t.TempDir(), "logs", "rocketmqlogs")
-	cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json", "--set", "logDir="+dir)
-	cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
-	stderr := &testutil.SyncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	})
+	p := testutil.StartMain(t, "NAMESRV_TEST_AS_MAIN=1", "--listen", addr, "--log-format", "json", "--set", "logDir="+dir)
+	stderr := p.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for {
@@ -47,12 +34,12 @@ func TestLogDirWritesNamesrvLog(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
+	case <-p.Done():
+		if err := p.Err(); err != nil {
 			t.Fatalf("exit: %v\n%s", err, stderr)
 		}
 	case <-ctx.Done():

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -36,20 +35,8 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := freeAddr(t)
-			cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json", "--log-level", "info")
-			cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
-			logs := &testutil.SyncBuffer{}
-			cmd.Stderr = logs
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-				}
-			})
+			p := testutil.StartMain(t, "NAMESRV_TEST_AS_MAIN=1", "--listen", addr, "--log-format", "json", "--log-level", "info")
+			logs := p.Stderr
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -68,12 +55,12 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 				t.Fatalf("route: %v %v", resp, err)
 			}
 
-			if err := cmd.Process.Signal(sig); err != nil {
+			if err := p.Cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case err := <-exited:
-				if err != nil {
+			case <-p.Done():
+				if err := p.Err(); err != nil {
 					t.Fatalf("exit: %v\n%s", err, logs)
 				}
 			case <-ctx.Done():
@@ -281,23 +268,11 @@ func TestControllerInNamesrv(t *testing.T) {
 	ctlAddr := freeAddr(t)
 	metricsAddr := freeAddr(t)
 	_, metricsPort, _ := net.SplitHostPort(metricsAddr)
-	cmd := exec.Command(os.Args[0], "--listen", addr, "--log-format", "json",
+	p := testutil.StartMain(t, "NAMESRV_TEST_AS_MAIN=1", "--listen", addr, "--log-format", "json",
 		"--set", "enableControllerInNamesrv=true", "--set", "controllerDLegerPeers=n0-"+ctlAddr,
 		"--set", "controllerDLegerSelfId=n0", "--set", "controllerStorePath="+filepath.Join(t.TempDir(), "ctl"),
 		"--set", "metricsExporterType=PROM", "--set", "metricsPromExporterHost=127.0.0.1", "--set", "metricsPromExporterPort="+metricsPort)
-	cmd.Env = append(os.Environ(), "NAMESRV_TEST_AS_MAIN=1")
-	logs := &testutil.SyncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-		}
-	})
+	logs := p.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var c *remoting.Client
@@ -353,12 +328,12 @@ func TestControllerInNamesrv(t *testing.T) {
 	if resp, err := ns.Invoke(ctx, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)); err != nil || resp.Code != remoting.TopicNotExist {
 		t.Fatalf("route: %v %v", resp, err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
-		if err != nil {
+	case <-p.Done():
+		if err := p.Err(); err != nil {
 			t.Fatalf("exit: %v\n%s", err, logs)
 		}
 	case <-ctx.Done():

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -302,20 +300,8 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			addr := freeAddr(t)
-			cmd := exec.Command(os.Args[0], "--listen", addr, "-n", freeAddr(t), "--log-format", "json", "--log-level", "info")
-			cmd.Env = append(os.Environ(), "PROXY_TEST_AS_MAIN=1")
-			logs := &testutil.SyncBuffer{}
-			cmd.Stderr = logs
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					_ = cmd.Process.Kill()
-				}
-			})
+			p := testutil.StartMain(t, "PROXY_TEST_AS_MAIN=1", "--listen", addr, "-n", freeAddr(t), "--log-format", "json", "--log-level", "info")
+			logs := p.Stderr
 
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -332,12 +318,12 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 
-			if err := cmd.Process.Signal(sig); err != nil {
+			if err := p.Cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
 			select {
-			case err := <-exited:
-				if err != nil {
+			case <-p.Done():
+				if err := p.Err(); err != nil {
 					t.Fatalf("exit: %v\n%s", err, logs)
 				}
 			case <-ctx.Done():

@@ -1,0 +1,62 @@
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// MainProcess is the test binary run again as its command's main (see
+// StartMain): its output and its end.
+type MainProcess struct {
+	// Cmd is the running command: signal it through Cmd.Process.
+	Cmd *exec.Cmd
+	// Stdout and Stderr collect what the process writes.
+	Stdout, Stderr *SyncBuffer
+
+	done chan struct{}
+	err  error
+}
+
+// StartMain runs the test binary again with args and with env
+// ("NAME=value") added to its environment, the sign on which the
+// package's TestMain runs the command's main instead of the tests; its
+// output is collected in Stdout and Stderr. A process still running at
+// the test's end is killed and waited for.
+func StartMain(t testing.TB, env string, args ...string) *MainProcess {
+	t.Helper()
+	p := &MainProcess{Stdout: &SyncBuffer{}, Stderr: &SyncBuffer{}, done: make(chan struct{})}
+	p.Cmd = exec.Command(os.Args[0], args...)
+	p.Cmd.Env = append(os.Environ(), env)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Stdout, p.Stderr
+	// A test binary that dies before it kills the process takes it
+	// with it.
+	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatalf("start %s as main: %v", env, err)
+	}
+	go func() {
+		p.err = p.Cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.Cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// Done is closed when the process has ended; Err then says how.
+func (p *MainProcess) Done() <-chan struct{} { return p.done }
+
+// Err is the process's exit error (nil for exit status 0), once Done is
+// closed.
+func (p *MainProcess) Err() error {
+	<-p.done
+	return p.err
+}
