@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -139,6 +140,24 @@ type ctlBroker struct {
 	configure func(*Broker)
 	// supervise, when set, is applied to the Supervisor before its Start.
 	supervise func(*Supervisor)
+}
+
+// newCtlGroup starts a controller and a name server and returns the two
+// brokers (not started) of a controller-mode group, with settings added to
+// both. They register with the name server every 500 ms: a slave whose
+// master restarts at a switch learns the master's HA address from the
+// name server's answers.
+func newCtlGroup(t *testing.T, settings map[string]string) (ctlAddr string, a, b *ctlBroker) {
+	t.Helper()
+	ctlAddr = startTestController(t, false, true)
+	ns := startTestNameServer(t)
+	a = newCtlBroker(t, ctlAddr, ns.Addr().String())
+	b = newCtlBroker(t, ctlAddr, ns.Addr().String())
+	for _, c := range []*ctlBroker{a, b} {
+		c.settings["registerNameServerPeriod"] = "500"
+		maps.Copy(c.settings, settings)
+	}
+	return ctlAddr, a, b
 }
 
 func newCtlBroker(t *testing.T, controllerAddr, namesrvAddr string) *ctlBroker {
@@ -1146,14 +1165,7 @@ func designateMaster(t *testing.T, ctlAddr string, id int64) {
 // slaves and epoch, and the controller would take it under the current
 // epochs.
 func TestControllerModeDropsStaleProposal(t *testing.T) {
-	ctlAddr := startTestController(t, false, true)
-	ns := startTestNameServer(t)
-	// A slave whose master is restarting at its switch learns the
-	// master's HA address from the name server's answers.
-	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	a.settings["registerNameServerPeriod"] = "500"
-	b.settings["registerNameServerPeriod"] = "500"
+	ctlAddr, a, b := newCtlGroup(t, nil)
 	a.start()
 	b.start()
 	mustSend(t, dialCtl(t, a.addr()), "TopicTest", 0, "in the first epoch", "")

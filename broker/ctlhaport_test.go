@@ -13,13 +13,7 @@ import (
 // refused client tried again only after 5 s) but served by the master
 // Broker's AutoSwitch server once it starts.
 func TestControllerModeSwitchKeepsTheHAPort(t *testing.T) {
-	ctlAddr := startTestController(t, false, true)
-	ns := startTestNameServer(t)
-	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	for _, c := range []*ctlBroker{a, b} {
-		c.settings["registerNameServerPeriod"] = "500"
-	}
+	ctlAddr, a, b := newCtlGroup(t, nil)
 	haAddr := "127.0.0.1:" + b.settings["haListenPort"]
 	type dialled struct {
 		conn net.Conn

@@ -23,18 +23,8 @@ import (
 // A scrape during a switch never reads the stopped Broker's stores
 // (pebble panics on a closed database, failing the run).
 func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
-	ctlAddr := startTestController(t, false, true)
-	ns := startTestNameServer(t)
-	// A slave whose master is restarting at its switch learns the
-	// master's HA address from the name server's answers.
-	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	for _, c := range []*ctlBroker{a, b} {
-		for k, v := range map[string]string{"registerNameServerPeriod": "500", "metricsExporterType": "PROM",
-			"metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0"} {
-			c.settings[k] = v
-		}
-	}
+	ctlAddr, a, b := newCtlGroup(t, map[string]string{"metricsExporterType": "PROM",
+		"metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0"})
 	a.start()
 	b.start()
 	if !a.isMaster() {
@@ -135,16 +125,8 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 // read the next one until the test ends; the scrape it serves returns
 // whole, without the consumer gauges.
 func TestControllerModeSwitchCancelsASlowLagScrape(t *testing.T) {
-	ctlAddr := startTestController(t, false, true)
-	ns := startTestNameServer(t)
-	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	for _, c := range []*ctlBroker{a, b} {
-		for k, v := range map[string]string{"registerNameServerPeriod": "500", "metricsExporterType": "PROM",
-			"metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0", "enableLagAndDlqMetrics": "true"} {
-			c.settings[k] = v
-		}
-	}
+	ctlAddr, a, b := newCtlGroup(t, map[string]string{"metricsExporterType": "PROM",
+		"metricsPromExporterHost": "127.0.0.1", "metricsPromExporterPort": "0", "enableLagAndDlqMetrics": "true"})
 	entered, hold := make(chan struct{}), make(chan struct{})
 	var queues atomic.Int32
 	var starts atomic.Int32

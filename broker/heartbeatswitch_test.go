@@ -13,10 +13,7 @@ import (
 // read runs in a loop here across two switches; the ends it reports
 // never go back (the group's log only grows: nothing is cut).
 func TestHeartbeatReadsOffsetsAcrossSwitches(t *testing.T) {
-	ctlAddr := startTestController(t, false, true)
-	ns := startTestNameServer(t)
-	a := newCtlBroker(t, ctlAddr, ns.Addr().String())
-	b := newCtlBroker(t, ctlAddr, ns.Addr().String())
+	ctlAddr, a, b := newCtlGroup(t, nil)
 	a.start()
 	b.start()
 	if !a.isMaster() {
