@@ -177,17 +177,9 @@ func TestStartMonitoringStopsOnSignal(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if err := p.Cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-p.Done():
-				if err := p.Err(); err != nil {
-					t.Fatalf("exit after %s: %v\n%s", sig, err, stderr.String())
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("still running 30 s after %s", sig)
-			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p.Stop(ctx, t, sig)
 		})
 	}
 }

@@ -362,7 +362,7 @@ func TestEmbeddedProxyFollowsRoleSwitch(t *testing.T) {
 	const topic, group = "SwitchTopic", "SwitchGroup"
 	const routeRefresh = 600 // seconds: longer than the test
 	g := startSwitchGroup(t, topic, routeRefresh)
-	ctlAddr, nsAddr, pool, invoke, a, b := g.ctlAddr, g.nsAddr, g.pool, g.invoke, g.a, g.b
+	nsAddr, pool, invoke, a, b := g.nsAddr, g.pool, g.invoke, g.a, g.b
 
 	ca, cb := newSwitchClient(t, "CA", a.grpcAddr), newSwitchClient(t, "CB", b.grpcAddr)
 	producer := &rmqpb.Settings{ClientType: rmqpb.ClientType_PRODUCER.Enum(), RequestTimeout: durationpb.New(3 * time.Second),
@@ -433,17 +433,7 @@ func TestEmbeddedProxyFollowsRoleSwitch(t *testing.T) {
 
 	// b becomes the master: designated (mqadmin electMaster) once the
 	// controller holds it in the sync state set.
-	_, ids := routeIDs(t, pool, nsAddr, topic)
-	idB, ok := ids[b.addr]
-	if !ok {
-		t.Fatalf("b's broker id is not in the route: %v", ids)
-	}
-	waitFor(t, 30*time.Second, "the controller to elect b", func() bool {
-		r := invoke(ctlAddr, remoting.ControllerElectMaster, map[string]string{
-			"clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": strconv.FormatInt(idB, 10),
-			"designateElect": "true", "invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)})
-		return r.Code == remoting.Success
-	})
+	g.elect(t, topic, b.addr)
 	var lastMaster string
 	var lastSlaves []string
 	waitFor(t, 30*time.Second, "the name server to route b as master and a as its slave", func() bool {
@@ -542,6 +532,25 @@ func TestEmbeddedProxyFollowsRoleSwitch(t *testing.T) {
 			}
 		}
 		return slices.Contains(got, "after-0") && slices.Contains(got, "after-1")
+	})
+}
+
+// elect has the group's controller elect the broker at addr master of
+// broker-a (mqadmin electMaster's designated election), its id taken from
+// topic's route; it asks until the controller, which elects only a broker
+// in the sync state set, agrees.
+func (g switchGroup) elect(t *testing.T, topic, addr string) {
+	t.Helper()
+	_, ids := routeIDs(t, g.pool, g.nsAddr, topic)
+	id, ok := ids[addr]
+	if !ok {
+		t.Fatalf("%s's broker id is not in the route: %v", addr, ids)
+	}
+	waitFor(t, 30*time.Second, "the controller to elect "+addr, func() bool {
+		r := g.invoke(g.ctlAddr, remoting.ControllerElectMaster, map[string]string{
+			"clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": strconv.FormatInt(id, 10),
+			"designateElect": "true", "invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)})
+		return r.Code == remoting.Success
 	})
 }
 

@@ -26,7 +26,7 @@ import (
 func TestEmbeddedProxyReceiverFollowsRoleSwitch(t *testing.T) {
 	const topic, group = "SwitchReceiveTopic", "SwitchReceiveGroup"
 	g := startSwitchGroup(t, topic, 600)
-	ctlAddr, nsAddr, pool, invoke, a, b := g.ctlAddr, g.nsAddr, g.pool, g.invoke, g.a, g.b
+	nsAddr, pool, invoke, a, b := g.nsAddr, g.pool, g.invoke, g.a, g.b
 
 	// ca only receives, through a's proxy; cb sends, through b's.
 	ca, cb := newSwitchClient(t, "CA", a.grpcAddr), newSwitchClient(t, "CB", b.grpcAddr)
@@ -80,17 +80,7 @@ func TestEmbeddedProxyReceiverFollowsRoleSwitch(t *testing.T) {
 		pollDone <- st
 	}()
 
-	_, ids := routeIDs(t, pool, nsAddr, topic)
-	idB, ok := ids[b.addr]
-	if !ok {
-		t.Fatalf("b's broker id is not in the route: %v", ids)
-	}
-	waitFor(t, 30*time.Second, "the controller to elect b", func() bool {
-		r := invoke(ctlAddr, remoting.ControllerElectMaster, map[string]string{
-			"clusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": strconv.FormatInt(idB, 10),
-			"designateElect": "true", "invokeTime": strconv.FormatInt(time.Now().UnixMilli(), 10)})
-		return r.Code == remoting.Success
-	})
+	g.elect(t, topic, b.addr)
 	waitFor(t, 30*time.Second, "the name server to route b as master and a as its slave", func() bool {
 		m, s := masterOf(t, pool, nsAddr, topic)
 		return m == b.addr && slices.Equal(s, []string{a.addr})

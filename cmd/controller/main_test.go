@@ -71,17 +71,7 @@ func TestServesOnPeerPortAndKeepsState(t *testing.T) {
 		}
 		stop := func() {
 			_ = c.Close()
-			if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-p.Done():
-				if err := p.Err(); err != nil {
-					t.Fatalf("exit: %v\n%s", err, logs)
-				}
-			case <-ctx.Done():
-				t.Fatalf("no exit after SIGTERM\n%s", logs)
-			}
+			p.Stop(ctx, t, syscall.SIGTERM)
 		}
 		return c, stop
 	}

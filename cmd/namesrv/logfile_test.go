@@ -34,17 +34,7 @@ func TestLogDirWritesNamesrvLog(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.Done():
-		if err := p.Err(); err != nil {
-			t.Fatalf("exit: %v\n%s", err, stderr)
-		}
-	case <-ctx.Done():
-		t.Fatalf("no exit after SIGTERM\n%s", stderr)
-	}
+	p.Stop(ctx, t, syscall.SIGTERM)
 	path := filepath.Join(dir, "namesrv.log")
 	if want := "namesrv: logging to " + path + "\n"; stderr.String() != want {
 		t.Fatalf("stderr %q, want %q", stderr.String(), want)

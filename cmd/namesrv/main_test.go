@@ -55,17 +55,7 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 				t.Fatalf("route: %v %v", resp, err)
 			}
 
-			if err := p.Cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-p.Done():
-				if err := p.Err(); err != nil {
-					t.Fatalf("exit: %v\n%s", err, logs)
-				}
-			case <-ctx.Done():
-				t.Fatalf("no exit after %v\n%s", sig, logs)
-			}
+			p.Stop(ctx, t, sig)
 			<-c.Done() // the server closed our connection on its way out
 			_ = c.Close()
 			if !strings.Contains(logs.String(), "remoting server stopped") {
@@ -328,17 +318,7 @@ func TestControllerInNamesrv(t *testing.T) {
 	if resp, err := ns.Invoke(ctx, remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": "T"}, nil)); err != nil || resp.Code != remoting.TopicNotExist {
 		t.Fatalf("route: %v %v", resp, err)
 	}
-	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.Done():
-		if err := p.Err(); err != nil {
-			t.Fatalf("exit: %v\n%s", err, logs)
-		}
-	case <-ctx.Done():
-		t.Fatalf("no exit after SIGTERM\n%s", logs)
-	}
+	p.Stop(ctx, t, syscall.SIGTERM)
 
 	// Without peers the name server does not start, naming the key.
 	if _, err := execute(t, "--listen", "127.0.0.1:0", "--log-level", "error", "--set", "enableControllerInNamesrv=true"); err == nil ||

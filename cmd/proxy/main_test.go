@@ -318,17 +318,7 @@ func TestServesAndStopsOnSignal(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 
-			if err := p.Cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-p.Done():
-				if err := p.Err(); err != nil {
-					t.Fatalf("exit: %v\n%s", err, logs)
-				}
-			case <-ctx.Done():
-				t.Fatalf("no exit after %v\n%s", sig, logs)
-			}
+			p.Stop(ctx, t, sig)
 			if !strings.Contains(logs.String(), "shutting down") {
 				t.Fatalf("no shutdown in the log:\n%s", logs)
 			}

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"syscall"
@@ -59,4 +60,22 @@ func (p *MainProcess) Done() <-chan struct{} { return p.done }
 func (p *MainProcess) Err() error {
 	<-p.done
 	return p.err
+}
+
+// Stop sends sig to the process and waits, until ctx ends, for it to
+// exit with status 0; an error sending, another exit or no exit fails
+// the test, with the process's stderr.
+func (p *MainProcess) Stop(ctx context.Context, t testing.TB, sig os.Signal) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Fatalf("exit after %v: %v\n%s", sig, p.err, p.Stderr)
+		}
+	case <-ctx.Done():
+		t.Fatalf("no exit after %v\n%s", sig, p.Stderr)
+	}
 }
