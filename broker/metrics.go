@@ -791,7 +791,7 @@ func (b *Broker) consumerLags(ctx context.Context) ([]metrics.Lag, error) {
 		// the sources were detached.
 		return nil, fmt.Errorf("consumer lags: %w", err)
 	}
-	popped, err := b.db.Pop().Queues()
+	popped, err := b.db.Pop().Queues(ctx)
 	var skipped *kvindex.SkippedError
 	if errors.As(err, &skipped) {
 		// The gauges of every other queue still stand.

@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 )
@@ -50,8 +51,14 @@ func (e *SkippedError) Unwrap() error { return e.First }
 // (0x56) keyspaces, so it grows with the queues groups popped and the
 // checkpoints in flight (and the tombstones of acknowledged checkpoints
 // not yet compacted), not with the messages stored; it holds one PopQueue
-// per popped queue.
-func (s *PopStore) Queues() ([]PopQueue, error) {
+// per popped queue. The scans check ctx every popQueuesCheckEvery records
+// and stop with its error once it ended (a role switch detaching the
+// metrics that asked).
+// popQueuesCheckEvery is how many records Queues reads between two
+// checks of its context.
+const popQueuesCheckEvery = 1024
+
+func (s *PopStore) Queues(ctx context.Context) ([]PopQueue, error) {
 	var out []PopQueue
 	index := map[string]int{} // the key without its prefix byte -> out[i]
 	queue := func(k []byte, prefix byte) (int, error) {
@@ -69,8 +76,15 @@ func (s *PopStore) Queues() ([]PopQueue, error) {
 		return i, nil
 	}
 	var skipped SkippedError
+	var stopped error // ctx's, once a scan saw it end
+	rows := 0
 	scan := func(prefix byte, fn func(i int, k, v []byte) error) error {
-		return s.db.Scan([]byte{prefix}, func(k, v []byte) bool {
+		err := s.db.Scan([]byte{prefix}, func(k, v []byte) bool {
+			if rows++; rows%popQueuesCheckEvery == 0 {
+				if stopped = ctx.Err(); stopped != nil {
+					return false
+				}
+			}
 			i, err := queue(k, prefix)
 			if err == nil {
 				err = fn(i, k, v)
@@ -83,6 +97,10 @@ func (s *PopStore) Queues() ([]PopQueue, error) {
 			}
 			return true
 		})
+		if err == nil {
+			err = stopped
+		}
+		return err
 	}
 	err := scan(prefixPopPosition, func(i int, _, v []byte) error {
 		next, err := getInt64(v)

@@ -1,6 +1,7 @@
 package kvindex
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -33,7 +34,7 @@ func TestPopQueuesSumsPositionsCheckpointsAndOrders(t *testing.T) {
 	must(b.Commit(true))
 	b.Close()
 
-	got, err := s.Queues()
+	got, err := s.Queues(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestPopQueuesLeavesOutUndecodableRecords(t *testing.T) {
 	if err := db.pdb.Set(checkpointKey(nil, "g", "T", 1, 0, 1), []byte{1, 2}, nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Queues()
+	got, err := s.Queues(context.Background())
 	var skipped *SkippedError
 	if !errors.As(err, &skipped) || skipped.Count != 2 || !strings.Contains(err.Error(), "52ff") {
 		t.Fatalf("Queues over two bad records: %v; want a SkippedError of 2 naming key 52ff first", err)
@@ -88,5 +89,32 @@ func TestPopQueuesLeavesOutUndecodableRecords(t *testing.T) {
 	slices.SortFunc(got, func(a, b PopQueue) int { return int(a.QueueID - b.QueueID) })
 	if !slices.Equal(got, want) {
 		t.Fatalf("queues beside the bad records\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// Queues stops scanning once its context ended and returns the context's
+// error (a role switch detaching the metrics that asked does not wait for
+// the rest of the POP state), and reads everything under a live one.
+func TestPopQueuesStopsWhenItsContextEnds(t *testing.T) {
+	db := openTestDB(t)
+	s := db.Pop()
+	b := s.NewBatch()
+	const queues = 3 * popQueuesCheckEvery
+	for q := range queues {
+		if err := b.SetPosition("g", "T", int32(q), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	if got, err := s.Queues(context.Background()); err != nil || len(got) != queues {
+		t.Fatalf("Queues: %d queues, %v; want %d", len(got), err, queues)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got, err := s.Queues(ctx); !errors.Is(err, context.Canceled) || got != nil {
+		t.Fatalf("Queues with an ended context: %d queues, %v; want none and context.Canceled", len(got), err)
 	}
 }

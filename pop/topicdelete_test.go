@@ -386,7 +386,7 @@ func checkConsumerStateGone(t *testing.T, db *kvindex.DB, when, topic string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queues, err := db.Pop().Queues()
+	queues, err := db.Pop().Queues(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
