@@ -109,10 +109,17 @@ func (p *haPort) parkLocked(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
-	p.parked[conn] = time.AfterFunc(p.wait, func() {
+	// The timer acts only on its own parking: a lease may take conn and
+	// close before its server accepted it, parking conn again under a
+	// new timer while this one's callback waits for p.mu. t is set
+	// before the callback can take p.mu, which the caller holds.
+	var t *time.Timer
+	t = time.AfterFunc(p.wait, func() {
 		p.mu.Lock()
-		_, ok := p.parked[conn]
-		delete(p.parked, conn)
+		ok := p.parked[conn] == t
+		if ok {
+			delete(p.parked, conn)
+		}
 		p.mu.Unlock()
 		if ok {
 			p.log.Info().Str("peer", conn.RemoteAddr().String()).Dur("waited", p.wait).
@@ -120,6 +127,7 @@ func (p *haPort) parkLocked(conn net.Conn) {
 			_ = conn.Close()
 		}
 	})
+	p.parked[conn] = t
 }
 
 // lease returns the listener of a master Broker's AutoSwitch server: it
