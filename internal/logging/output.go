@@ -160,10 +160,11 @@ func (o *Output) Finish(log zerolog.Logger, runErr error) {
 
 // Close closes the log file and releases its lock; nothing when the lines
 // go to stderr. Lines written after it go to stderr. The compression of a
-// file rolled just before is not waited for: lumberjack runs it in a
-// goroutine of its own, which Close does not stop; a compression the end
-// of the process cuts short leaves the rolled file whole, and the next
-// start compresses it again.
+// file rolled just before is not waited for: lumberjack compresses and
+// removes old rolled files in a goroutine it starts at the first open and
+// never stops (one per Output, for the process's life; lumberjack offers
+// no way to end it); a compression the end of the process cuts short
+// leaves the rolled file whole, and the next start compresses it again.
 func (o *Output) Close() error {
 	if o.file == nil {
 		return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 )
 
@@ -31,9 +30,9 @@ func StartMain(t testing.TB, env string, args ...string) *MainProcess {
 	p.Cmd = exec.Command(os.Args[0], args...)
 	p.Cmd.Env = append(os.Environ(), env)
 	p.Cmd.Stdout, p.Cmd.Stderr = p.Stdout, p.Stderr
-	// A test binary that dies before it kills the process takes it
-	// with it.
-	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// No Pdeathsig: Linux sends it when the thread that forked ends, and
+	// the Go runtime may end that thread while the test still runs; the
+	// cleanup below kills the process.
 	if err := p.Cmd.Start(); err != nil {
 		t.Fatalf("start %s as main: %v", env, err)
 	}
