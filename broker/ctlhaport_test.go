@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"github.com/rocketkv/rocketkv/configs"
 	"net"
 	"sync"
 	"testing"
@@ -65,4 +66,20 @@ func TestControllerModeSwitchKeepsTheHAPort(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// haListenPortOf is RocketMQ's rule for the HA port: listenPort+1 unless
+// haListenPort says otherwise (-1 none), and a system-chosen port (0)
+// when the Remoting port is system-chosen too, where listenPort+1 would
+// be port 1.
+func TestHAListenPortOf(t *testing.T) {
+	for _, c := range []struct{ listen, ha, want int }{
+		{10911, 0, 10912}, {10911, 20912, 20912}, {10911, -1, -1}, {0, 0, 0}, {0, 30912, 30912},
+	} {
+		cfg := configs.DefaultBroker()
+		cfg.ListenPort, cfg.HAListenPort = c.listen, c.ha
+		if got := haListenPortOf(cfg); got != c.want {
+			t.Errorf("listenPort=%d haListenPort=%d: HA port %d, want %d", c.listen, c.ha, got, c.want)
+		}
+	}
 }

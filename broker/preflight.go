@@ -70,11 +70,11 @@ func Preflight(cfg configs.Broker) (configs.Broker, error) {
 	if cfg.BrokerIP2 == "" {
 		cfg.BrokerIP2 = cfg.BrokerIP1
 	}
-	if cfg.HAListenPort == 0 && cfg.ListenPort != 0 {
-		cfg.HAListenPort = cfg.ListenPort + 1
+	if cfg.HAListenPort == 0 {
+		cfg.HAListenPort = haListenPortOf(cfg)
 	}
 	if cfg.FastListenPort == 0 {
-		cfg.FastListenPort = max(cfg.ListenPort-2, 0)
+		cfg.FastListenPort = fastListenPortOf(cfg)
 	}
 	cfg.AccessMessageInMemoryMaxRatio = memoryRatio(cfg)
 	return cfg, nil

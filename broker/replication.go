@@ -202,13 +202,10 @@ func (b *Broker) startReplication() error {
 			Msg("slave: the CommitLog is replicated from the master; sends are refused")
 		return nil
 	}
-	port := b.cfg.HAListenPort
+	port := haListenPortOf(b.cfg)
 	if port < 0 {
 		b.log.Info().Msg("haListenPort=-1: no HA port, slaves cannot follow this master")
 		return nil
-	}
-	if port == 0 && b.cfg.ListenPort != 0 {
-		port = b.cfg.ListenPort + 1
 	}
 	if b.ctl != nil {
 		return b.startAutoSwitchMaster(port)
@@ -302,6 +299,21 @@ func (b *Broker) stopReplication() error {
 		errs = append(errs, b.repl.auto.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// haListenPortOf is the HA port cfg opens: -1 for none (haListenPort
+// -1), haListenPort when set, else listenPort+1 as RocketMQ's, 0 (any
+// free port) when the Remoting port is chosen by the system too.
+func haListenPortOf(cfg configs.Broker) int {
+	switch p := cfg.HAListenPort; {
+	case p < 0:
+		return -1
+	case p > 0:
+		return p
+	case cfg.ListenPort != 0:
+		return cfg.ListenPort + 1
+	}
+	return 0
 }
 
 // haServerAddr is the address slaves replicate from: brokerIP2 (brokerIP1

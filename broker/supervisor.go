@@ -285,11 +285,7 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 	// The HA port too: a slave of the group dialling this broker while
 	// it switches to master waits for the master Broker's server rather
 	// than being refused (haPort).
-	haPort := s.cfg.HAListenPort
-	if haPort == 0 {
-		haPort = s.cfg.ListenPort + 1
-	}
-	if servers.ha, err = listenHA(net.JoinHostPort("", strconv.Itoa(haPort)), s.switchWait,
+	if servers.ha, err = listenHA(net.JoinHostPort("", strconv.Itoa(haListenPortOf(s.cfg))), s.switchWait,
 		s.root.With().Str("component", "autoswitch-ha").Logger()); err != nil {
 		return err
 	}
