@@ -41,6 +41,10 @@ func (e *SkippedError) Error() string {
 // Unwrap returns the first record's error.
 func (e *SkippedError) Unwrap() error { return e.First }
 
+// popQueuesCheckEvery is how many records Queues reads between two
+// checks of its context.
+const popQueuesCheckEvery = 1024
+
 // Queues returns the POP state of every queue with a pop position, a
 // checkpoint or an orderly batch, in no particular order. A record that
 // does not decode is left out of the sums and the others are returned with
@@ -54,10 +58,6 @@ func (e *SkippedError) Unwrap() error { return e.First }
 // per popped queue. The scans check ctx every popQueuesCheckEvery records
 // and stop with its error once it ended (a role switch detaching the
 // metrics that asked).
-// popQueuesCheckEvery is how many records Queues reads between two
-// checks of its context.
-const popQueuesCheckEvery = 1024
-
 func (s *PopStore) Queues(ctx context.Context) ([]PopQueue, error) {
 	var out []PopQueue
 	index := map[string]int{} // the key without its prefix byte -> out[i]
