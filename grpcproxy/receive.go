@@ -222,7 +222,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 			Order: settings.GetSubscription().GetFifo(), AttemptID: req.GetAttemptId(),
 		})
 		slave := err == nil && answeredBySlave(res.Header)
-		if err != nil || slave || res.Code == remoting.SystemBusy || res.Code == remoting.ServiceNotAvailable {
+		if (err != nil && !errors.Is(err, context.Canceled)) || slave || (err == nil && refusedAsSlave(res.Code, res.Remark)) {
 			s.routes.refusedBy(topic, addr)
 		}
 		if err != nil {
@@ -321,7 +321,7 @@ func (s *Server) nack(who caller, msgs []popped) {
 	defer cancel()
 	for _, p := range msgs {
 		s.renewer.remove(ctx, who.clientID, p.handle.String())
-		if _, _, err := s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, time.Second); err != nil {
+		if _, err := s.changeInvisible(ctx, p.addr, p.group, p.topic, p.handle, time.Second); err != nil {
 			s.log.Warn().Err(err).Str("group", p.group).Msg("message not streamed could not be made visible again; it is after its invisible time")
 		}
 	}
@@ -463,10 +463,10 @@ func (s *Server) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeI
 // changeInvisible sends CHANGE_MESSAGE_INVISIBLETIME for a handle on the
 // real topic and returns the new handle (the pop's start becomes the
 // message's offset, as RocketMQ's clients rebuild it).
-func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic string, h Handle, d time.Duration) (Handle, *rmqpb.Status, error) {
+func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic string, h Handle, d time.Duration) (Handle, error) {
 	resp, err := s.invoke(ctx, addr, 0, popclient.ChangeInvisibleRequest(group, realTopic, h.Handle, d))
 	if err != nil {
-		return h, nil, err
+		return h, err
 	}
 	return changedHandle(h, resp)
 }
@@ -479,7 +479,7 @@ func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic str
 // routeTopic the request goes to addr alone.
 func (s *Server) changeInvisibleAt(ctx context.Context, routeTopic, addr, group, realTopic string, h Handle, d time.Duration) (Handle, string, error) {
 	if routeTopic == "" {
-		nh, _, err := s.changeInvisible(ctx, addr, group, realTopic, h, d)
+		nh, err := s.changeInvisible(ctx, addr, group, realTopic, h, d)
 		return nh, addr, err
 	}
 	resp, used, err := s.invokeHandleMaster(ctx, routeTopic, addr, h, func() *remoting.Command {
@@ -488,21 +488,21 @@ func (s *Server) changeInvisibleAt(ctx context.Context, routeTopic, addr, group,
 	if err != nil {
 		return h, addr, err
 	}
-	nh, _, err := changedHandle(h, resp)
+	nh, err := changedHandle(h, resp)
 	return nh, used, err
 }
 
 // changedHandle reads a broker's answer to a change of a handle's
 // invisible time into the new handle.
-func changedHandle(h Handle, resp *remoting.Command) (Handle, *rmqpb.Status, error) {
+func changedHandle(h Handle, resp *remoting.Command) (Handle, error) {
 	if resp.Code != remoting.Success {
-		return h, nil, ackFailure("changeInvisibleDuration", resp)
+		return h, ackFailure("changeInvisibleDuration", resp)
 	}
 	ph, err := popclient.ChangedHandle(h.Handle, resp)
 	if err != nil {
-		return h, nil, err
+		return h, err
 	}
-	return Handle{Handle: ph, CommitLogOffset: h.CommitLogOffset}, okStatus(), nil
+	return Handle{Handle: ph, CommitLogOffset: h.CommitLogOffset}, nil
 }
 
 // ForwardMessageToDeadLetterQueue moves a received message to its group's

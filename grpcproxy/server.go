@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -285,16 +286,36 @@ func plaintextHint(plaintext bool, err error) error {
 // masterRefused reports whether a master's answer to a request, or the
 // failure to get one, says that the broker may be a master no more: it
 // could not be reached (stopped, or not answering), or it refused the
-// request as a slave does (SYSTEM_BUSY, RocketMQ's rejectRequest) or as
-// a controller-mode broker does while it changes role or a store that
-// is shutting down does (SERVICE_NOT_AVAILABLE). routes.refusedBy takes
-// it from there.
+// request as a slave does (SYSTEM_BUSY with RocketMQ's rejectRequest
+// remark) or as a controller-mode broker does while it changes role or a
+// store that is shutting down does (SERVICE_NOT_AVAILABLE). A master's
+// own flow control (SYSTEM_BUSY with another remark: [DISPATCH_BEHIND],
+// [OVERLOAD], [PC_SYNCHRONIZED], ...) says nothing of its role and must
+// not send every topic it serves to the name servers. routes.refusedBy
+// takes it from there.
 func masterRefused(resp *remoting.Command, err error) bool {
 	if err != nil {
 		return !errors.Is(err, context.Canceled)
 	}
-	return resp.Code == remoting.SystemBusy || resp.Code == remoting.ServiceNotAvailable
+	return refusedAsSlave(resp.Code, resp.Remark)
 }
+
+// refusedAsSlave reports whether an answer's code and remark are a
+// slave's or a switching broker's refusal (masterRefused).
+func refusedAsSlave(code int32, remark string) bool {
+	switch code {
+	case remoting.ServiceNotAvailable:
+		return true
+	case remoting.SystemBusy:
+		return strings.HasPrefix(remark, rejectRequestRemark)
+	}
+	return false
+}
+
+// rejectRequestRemark begins RocketMQ's remark of a request its
+// processor rejects (NettyRemotingAbstract's rejectRequest), which is
+// what a slave answers a send.
+const rejectRequestRemark = "[REJECTREQUEST]"
 
 // answeredBySlave reports whether a broker's answer says that it is a
 // slave following its master (remoting.FieldSlave: a rocketkv broker

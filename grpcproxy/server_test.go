@@ -1062,3 +1062,27 @@ func TestReceiveRefusesAnEmptySQLFilter(t *testing.T) {
 		}
 	}
 }
+
+// A master's own flow control (SYSTEM_BUSY with a remark of its own) is
+// no sign of a demotion and refreshes no route; a slave's rejectRequest,
+// a switching broker's SERVICE_NOT_AVAILABLE and an unreachable broker
+// are.
+func TestMasterRefusedOnlyAsASlave(t *testing.T) {
+	for _, c := range []struct {
+		resp *remoting.Command
+		err  error
+		want bool
+	}{
+		{&remoting.Command{Code: remoting.SystemBusy, Remark: "[REJECTREQUEST]system busy, start flow control for a while"}, nil, true},
+		{&remoting.Command{Code: remoting.ServiceNotAvailable, Remark: "[SWITCHING] ..."}, nil, true},
+		{&remoting.Command{Code: remoting.SystemBusy, Remark: "[DISPATCH_BEHIND] broker busy"}, nil, false},
+		{&remoting.Command{Code: remoting.SystemBusy, Remark: "[OVERLOAD] ..."}, nil, false},
+		{&remoting.Command{Code: remoting.Success}, nil, false},
+		{nil, errors.New("dial: connection refused"), true},
+		{nil, context.Canceled, false},
+	} {
+		if got := masterRefused(c.resp, c.err); got != c.want {
+			t.Errorf("masterRefused(%+v, %v) = %v, want %v", c.resp, c.err, got, c.want)
+		}
+	}
+}
