@@ -30,12 +30,6 @@ type kvPopState struct {
 	read    bool
 }
 
-// popQueue names a group's queue.
-type popQueue struct {
-	group, topic string
-	queueID      int32
-}
-
 // importKVPop adds to batch the POP messages in flight of RocketMQ 5's KV
 // POP (rmqconfig.ReadPopState: the popState records of the store's
 // kvStore/, as this start's config import read them, or read here when
@@ -83,18 +77,18 @@ func (b *Broker) importKVPop(batch *kvindex.PopBatch, imported map[popMessage]bo
 		return nil
 	}
 	cks, duplicates := kvPopCheckpoints(records, imported)
-	next := map[popQueue]int64{}
+	next := map[groupQueue]int64{}
 	for i := range cks {
 		ck := &cks[i]
 		if err := batch.PutCheckpoint(ck); err != nil {
 			return fmt.Errorf("import the KV POP records of %s on %s/%d from offset %d (popTime %d) of %s: %w",
 				ck.Group, ck.Topic, ck.QueueID, ck.CKOffset, ck.PopTime, dir, err)
 		}
-		q := popQueue{ck.Group, ck.Topic, ck.QueueID}
+		q := groupQueue{ck.Group, ck.Topic, ck.QueueID}
 		next[q] = max(next[q], ck.Offsets[len(ck.Offsets)-1]+1)
 	}
 	moved := 0
-	for _, q := range slices.SortedFunc(maps.Keys(next), func(a, b popQueue) int {
+	for _, q := range slices.SortedFunc(maps.Keys(next), func(a, b groupQueue) int {
 		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.topic, b.topic), cmp.Compare(a.queueID, b.queueID))
 	}) {
 		pos, ok, err := b.db.Pop().Position(q.group, q.topic, q.queueID)
