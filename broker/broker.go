@@ -291,6 +291,10 @@ type Broker struct {
 	shared      *processServers
 	served      *gatedHandler
 	predecessor *Broker
+	// keptIndex, set by a Supervisor before Start, is the index it
+	// keeps open across role switches: openStores takes it and
+	// closeStores leaves it open (nil outside controller mode).
+	keptIndex *keptIndex
 	// tlsWatch reloads the TLS of the Broker's own servers when its files
 	// change (nil without TLS files, or behind shared servers).
 	tlsWatch *certwatch.Watcher
@@ -507,6 +511,11 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
+			// The background work first, as finishShutdown stops it:
+			// none of it may outlive the stores (a Supervisor's next
+			// Broker opens the same kept index).
+			b.cancel()
+			b.wg.Wait()
 			if b.fastServer != nil && b.shared == nil {
 				_ = b.fastServer.Shutdown(context.Background())
 			}
@@ -519,7 +528,6 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			_ = b.stopMetrics(context.Background())
 			b.register.halt(context.Background())
 			b.closeStores()
-			b.cancel()
 			b.shutdown.Store(true) // a Shutdown after a failed Start has nothing to stop
 			b.markClosed()
 		}
@@ -702,8 +710,15 @@ func (b *Broker) openStores(ctx context.Context) error {
 	if b.cfg.IndexWALSyncMode() == configs.IndexWALSyncInterval {
 		walSync = kvindex.WALSyncInterval
 	}
-	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root,
-		WALSync: walSync, CacheSize: int64(b.cfg.IndexBlockCacheMiB) << 20})
+	opts := kvindex.Options{Dir: filepath.Join(root, kvindex.DirName), Logger: b.root,
+		WALSync: walSync, CacheSize: int64(b.cfg.IndexBlockCacheMiB) << 20}
+	var db *kvindex.DB
+	var err error
+	if b.keptIndex != nil {
+		db, err = b.keptIndex.open(opts)
+	} else {
+		db, err = kvindex.Open(opts)
+	}
 	if err != nil {
 		return fmt.Errorf("open index: %w", err)
 	}
@@ -1251,8 +1266,12 @@ func (b *Broker) closeStores() []error {
 	}
 	if b.db != nil {
 		b.popCopies.closeAll()
-		if err := b.db.Close(); err != nil {
-			errs = append(errs, err)
+		// A Supervisor's index stays open for the next Broker
+		// (keptIndex); the Supervisor closes it.
+		if b.keptIndex == nil {
+			if err := b.db.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		b.db = nil
 	}

@@ -98,6 +98,13 @@ type Supervisor struct {
 	// switchMu): the next takes over its client tables, also when a
 	// start failed in between.
 	last *Broker
+	// started is the last Broker whose Start was called (under
+	// switchMu): the next starts only once it closed its stores, since
+	// they share index.
+	started *Broker
+	// index is the index every Broker of the supervisor uses, open from
+	// the first Broker's start to Shutdown (keptIndex).
+	index keptIndex
 
 	// Set between NewSupervisor and Start.
 	configure  func(*Broker) // tests: applied to each Broker before its Start
@@ -672,6 +679,9 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 			return fmt.Errorf("stop the broker to switch its role: %w", err)
 		}
 	}
+	if err := s.waitStopped(ctx); err != nil {
+		return err
+	}
 	cfg := s.cfg
 	if master {
 		cfg.BrokerRole, cfg.BrokerID, cfg.HAMasterAddress = roleSyncMaster, 0, ""
@@ -696,7 +706,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		}
 	}
 	b.ctl = link
-	b.shared, b.predecessor = s.servers, s.last
+	b.shared, b.predecessor, b.keptIndex = s.servers, s.last, &s.index
 	if s.configFile != "" {
 		b.SetConfigFile(s.configFile)
 	}
@@ -706,6 +716,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 	if s.configure != nil {
 		s.configure(b)
 	}
+	s.started = b
 	if err := b.Start(ctx); err != nil {
 		return fmt.Errorf("start the broker as %s: %w", cfg.BrokerRole, err)
 	}
@@ -722,6 +733,28 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 		Str("masterAddress", st.MasterAddr).Int32("masterEpoch", st.MasterEpoch).Int64("cutAt", cut).
 		Dur("took", took).Msgf("broker running as %s", cfg.BrokerRole)
 	return nil
+}
+
+// waitStopped waits until the Broker started last (stopped by now, or
+// whose start failed) has closed its stores, at most shutdownTimeout:
+// a Broker whose stop outlived its switch's deadline may still be
+// running request handlers on the index the next would open. It runs
+// under switchMu.
+func (s *Supervisor) waitStopped(ctx context.Context) error {
+	prev := s.started
+	if prev == nil {
+		return nil
+	}
+	wait := time.NewTimer(shutdownTimeout)
+	defer wait.Stop()
+	select {
+	case <-prev.Closed():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the previous broker to close its stores: %w", ctx.Err())
+	case <-wait.C:
+		return fmt.Errorf("the previous broker has not closed its stores %s after its stop; not starting another on them", shutdownTimeout)
+	}
 }
 
 // notify queues a role notice for run; a full queue drops it (the next
@@ -911,11 +944,27 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 	if b := s.Broker(); b != nil {
 		errs = append(errs, b.Shutdown(ctx))
 	}
+	errs = append(errs, s.closeIndex(ctx))
 	// After the Broker's stop, which ran the graceful waits on them.
 	s.servers.gate.close()
 	errs = append(errs, s.servers.shutdown(ctx))
 	errs = append(errs, s.ctl.close(), s.peers.Close())
 	return errors.Join(errs...)
+}
+
+// closeIndex closes the index once the last Broker started has closed its
+// stores. When ctx ends first the index is left open, with an error: a
+// request handler of that Broker may still be using it (the process is
+// going away; the index's write-ahead log holds what it acknowledged).
+func (s *Supervisor) closeIndex(ctx context.Context) error {
+	if b := s.started; b != nil {
+		select {
+		case <-b.Closed():
+		case <-ctx.Done():
+			return fmt.Errorf("index left open: the broker has not closed its stores: %w", ctx.Err())
+		}
+	}
+	return s.index.close()
 }
 
 // GoAwayWait is the running Broker's (Broker.GoAwayWait).

@@ -1,0 +1,61 @@
+package broker
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// A role switch keeps the index open: the Broker elected master uses the
+// very database its slave Broker used (closing it waited for Pebble's
+// compactions, most of a switch on a large store), and the Supervisor's
+// Shutdown closes it, after which the directory opens again and the
+// Supervisor's kept index refuses another Broker.
+func TestControllerModeSwitchKeepsTheIndexOpen(t *testing.T) {
+	ctlAddr := startTestController(t, true, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	b := newCtlBroker(t, ctlAddr, "")
+	a.start()
+	b.start()
+	if b.isMaster() || !a.isMaster() {
+		t.Fatal("the first broker is not the master, or the second is")
+	}
+	slave := b.sup.Broker()
+	kept := slave.db
+	if kept == nil || b.sup.index.db != kept {
+		t.Fatal("the slave Broker does not run on the Supervisor's kept index")
+	}
+	a.stop()
+	waitUntil(t, 25*time.Second, "the slave to become master", b.isMaster)
+	master := b.sup.Broker()
+	if master == slave {
+		t.Fatal("no new Broker started for the master role")
+	}
+	if master.db != kept {
+		t.Fatal("the master Broker opened the index again: the switch closed the slave's")
+	}
+	select {
+	case <-slave.Closed():
+	default:
+		t.Fatal("the slave Broker had not closed its stores when the master Broker started on them")
+	}
+	// The index still serves reads and writes through the new Broker.
+	if _, err := master.db.Dispatched(); err != nil {
+		t.Fatalf("the kept index after the switch: %v", err)
+	}
+	sup := b.sup
+	b.stop()
+	if _, err := sup.index.open(kvindex.Options{Dir: filepath.Join(b.store, kvindex.DirName)}); !errors.Is(err, errIndexClosed) {
+		t.Fatalf("the kept index opened after the Supervisor's Shutdown: %v", err)
+	}
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(b.store, kvindex.DirName)})
+	if err != nil {
+		t.Fatalf("the index did not close with the Supervisor: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
