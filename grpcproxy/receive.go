@@ -223,7 +223,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		})
 		slave := err == nil && answeredBySlave(res.Header)
 		if (err != nil && !errors.Is(err, context.Canceled)) || slave || (err == nil && refusedAsSlave(res.Code, res.Remark)) {
-			s.routes.refusedBy(topic, addr)
+			s.routes.refusedBy(addr)
 		}
 		if err != nil {
 			return nil, err
@@ -407,7 +407,7 @@ func (s *Server) invokeHandleMaster(ctx context.Context, topic, addr string, h H
 	if err != nil || !answeredBySlave(resp.ExtFields) {
 		return resp, addr, err
 	}
-	s.routes.refusedBy(topic, addr)
+	s.routes.refusedBy(addr)
 	moved, err := s.handleMaster(ctx, topic, h)
 	if err != nil || moved == addr {
 		return resp, addr, nil

@@ -341,3 +341,31 @@ func TestRenewalAfterSwitchReachesTheElectedMaster(t *testing.T) {
 		t.Fatalf("the demoted master was asked %d renewals, want 1 (the first, which it answered as a slave)", oldChanges)
 	}
 }
+
+// A demoted master's refusal met through one topic has the proxy follow
+// the move for every topic the broker served: a topic received from
+// after the election reached the name servers pops from the elected
+// master at once, without a pop of its own from the demoted one, even
+// though the refused topic's route, asked again before the name servers
+// knew, found no move.
+func TestRefusalThroughOneTopicMovesTheBrokersOtherTopics(t *testing.T) {
+	r := startSwitchRig(t, 0)
+	for i, topic := range []string{"T1", "T2"} {
+		if body, _ := r.receive(t, topic); body != fmt.Sprintf("old-%d", i) {
+			t.Fatalf("receive from %s before the switch: %q, want old-%d", topic, body, i)
+		}
+	}
+	// Demoted before the name servers route the elected master.
+	r.old.slave.Store(true)
+	st, msgs := r.c.receiveOnce(t, "C", receiveRequest("G", "T1", 30*time.Second, time.Second), 10*time.Second)
+	if st.GetCode() != rmqpb.Code_MESSAGE_NOT_FOUND || len(msgs) != 0 {
+		t.Fatalf("receive from T1 while the name servers still route the demoted master: %v with %d messages, want MESSAGE_NOT_FOUND", st, len(msgs))
+	}
+	r.ns.route.Store(ptr(routeOf(r.elected.addr)))
+	if body, _ := r.receive(t, "T2"); body != "elected-0" {
+		t.Fatalf("receive from T2 after the election: %q, want elected-0", body)
+	}
+	if pops, _, _ := r.old.counts(); pops != 3 {
+		t.Fatalf("the demoted master was popped %d times, want 3 (T2's receive after the election went to the elected master)", pops)
+	}
+}

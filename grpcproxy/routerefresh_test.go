@@ -93,11 +93,11 @@ func TestRouteRefreshedWhenItsMasterRefuses(t *testing.T) {
 	}
 	ns.route.Store(ptr(routeOf(elected)))
 
-	rs.refusedBy("T", "127.0.0.1:3")
+	rs.refusedBy("127.0.0.1:3")
 	if m := masterNow(t, rs, "T"); m != old || ns.asked.Load() != 1 {
 		t.Fatalf("after a refusal by a broker that is not the route's master: master %q, name server asked %d times; want %q, once", m, ns.asked.Load(), old)
 	}
-	rs.refusedBy("T", old)
+	rs.refusedBy(old)
 	if m := masterNow(t, rs, "T"); m != elected || ns.asked.Load() != 2 {
 		t.Fatalf("after its master refused: master %q, name server asked %d times; want %q, twice", m, ns.asked.Load(), elected)
 	}
@@ -108,7 +108,7 @@ func TestRouteRefreshedWhenItsMasterRefuses(t *testing.T) {
 	// Within the floor a refusal is not taken.
 	rs.floor = time.Hour
 	ns.route.Store(ptr(routeOf(old)))
-	rs.refusedBy("T", elected)
+	rs.refusedBy(elected)
 	if m := masterNow(t, rs, "T"); m != elected || ns.asked.Load() != 2 {
 		t.Fatalf("a refusal within the floor refreshed the route: master %q, name server asked %d times", m, ns.asked.Load())
 	}
@@ -116,7 +116,7 @@ func TestRouteRefreshedWhenItsMasterRefuses(t *testing.T) {
 	// The name server gone, the refused route serves on.
 	rs.floor = 0
 	_ = ns.srv.Shutdown(context.Background())
-	rs.refusedBy("T", elected)
+	rs.refusedBy(elected)
 	if m := masterNow(t, rs, "T"); m != elected {
 		t.Fatalf("with no name server the refused route was not kept: master %q", m)
 	}
@@ -175,7 +175,7 @@ func TestRouteMasterMovedRefreshesTheOtherRoutes(t *testing.T) {
 		t.Fatalf("master of Elsewhere %q", m)
 	}
 	ns.route.Store(ptr(routeOf(elected)))
-	rs.refusedBy("Sent", old)
+	rs.refusedBy(old)
 	if m := masterNow(t, rs, "Sent"); m != elected {
 		t.Fatalf("master of the refused topic %q, want %q", m, elected)
 	}
@@ -185,5 +185,80 @@ func TestRouteMasterMovedRefreshesTheOtherRoutes(t *testing.T) {
 	}
 	if m := masterNow(t, rs, "Elsewhere"); m != "127.0.0.1:5" || ns.asked.Load() != asked+1 {
 		t.Fatalf("a route of another master was asked again: master %q", m)
+	}
+}
+
+// A refusal is kept by the refusing broker's address, not by the topic
+// whose request met it: every cached route naming that master is asked
+// again at its next call, even when the name servers still routed the
+// refusing master when the refused topic's route was asked again (no
+// move for the refresh to find), so a topic that shares the broker
+// follows the election the name servers learn of afterwards. A route of
+// another master is not asked again, nor is a route asked for after the
+// refusal.
+func TestRefusalThroughOneTopicRefreshesTheBrokersOtherTopics(t *testing.T) {
+	const old, elected, other = "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:5"
+	ns := startSwitchingNamesrv(t, routeOf(other))
+	rs := testRoutes(t, ns.addr)
+	rs.floor = 0
+	if m := masterNow(t, rs, "Elsewhere"); m != other {
+		t.Fatalf("master of Elsewhere %q, want %q", m, other)
+	}
+	ns.route.Store(ptr(routeOf(old)))
+	for _, topic := range []string{"Refused", "Shared"} {
+		if m := masterNow(t, rs, topic); m != old {
+			t.Fatalf("master of %s %q, want %q", topic, m, old)
+		}
+	}
+	// The old master refuses a request of Refused; the name servers do
+	// not know of the switch yet.
+	rs.refusedBy(old)
+	asked := ns.asked.Load()
+	if m := masterNow(t, rs, "Refused"); m != old || ns.asked.Load() != asked+1 {
+		t.Fatalf("the refused topic: master %q, name server asked %d more times; want %q, once", m, ns.asked.Load()-asked, old)
+	}
+	// Refused was asked for after the refusal: it serves until the next
+	// news of its master.
+	if m := masterNow(t, rs, "Refused"); m != old || ns.asked.Load() != asked+1 {
+		t.Fatalf("a route asked for after the refusal was asked again: master %q, name server asked %d more times", m, ns.asked.Load()-asked)
+	}
+	// The election reaches the name servers: Shared, which met no
+	// refusal of its own, follows it at its next call, and the move it
+	// finds has Refused follow too.
+	ns.route.Store(ptr(routeOf(elected)))
+	if m := masterNow(t, rs, "Shared"); m != elected || ns.asked.Load() != asked+2 {
+		t.Fatalf("the other topic of the refusing broker: master %q, name server asked %d more times; want %q, twice in all",
+			m, ns.asked.Load()-asked, elected)
+	}
+	if m := masterNow(t, rs, "Elsewhere"); m != other || ns.asked.Load() != asked+2 {
+		t.Fatalf("a route of another master was asked again: master %q, name server asked %d more times", m, ns.asked.Load()-asked)
+	}
+	if m := masterNow(t, rs, "Refused"); m != elected || ns.asked.Load() != asked+3 {
+		t.Fatalf("after the move: master of Refused %q, name server asked %d more times; want %q, three times in all", m, ns.asked.Load()-asked, elected)
+	}
+}
+
+// The news of a broker is forgotten once no cached route can be older:
+// past RouteTTL, RouteIdle and a lookup's time (routes asked for before
+// it have been asked again or are dropped as idle); with RouteIdle 0 it
+// is kept.
+func TestBrokerNewsForgottenWhenNoRouteCanBeOlder(t *testing.T) {
+	rs := testRoutes(t, deadAddr(t))
+	rs.idle = time.Minute
+	now := time.Now()
+	keep := rs.ttl + rs.idle + rs.loadTimeout()
+	rs.news["old"] = brokerNews{refused: now.Add(-keep - time.Second)}
+	rs.news["recent"] = brokerNews{refused: now.Add(-keep - time.Second), moved: now.Add(-keep + time.Second)}
+	rs.mu.Lock()
+	rs.forgetOldNews(now)
+	_, oldKept := rs.news["old"]
+	_, recentKept := rs.news["recent"]
+	rs.idle = 0
+	rs.news["old"] = brokerNews{refused: now.Add(-time.Hour * 24)}
+	rs.forgetOldNews(now)
+	_, keptForever := rs.news["old"]
+	rs.mu.Unlock()
+	if oldKept || !recentKept || !keptForever {
+		t.Fatalf("kept: past the time %v, recent %v, with RouteIdle 0 %v; want false, true, true", oldKept, recentKept, keptForever)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,16 +38,6 @@ type topicRoute struct {
 	// before the new one registered as master); such a route is asked
 	// again after refreshFloor instead of its TTL.
 	masterless bool
-	// refused is set when one of the route's masters refused a request
-	// as a slave or a switching broker does, or could not be reached:
-	// the next call waits for the route to be asked again (see
-	// routes.refusedBy).
-	refused atomic.Bool
-	// followsMove is set with refused by mastersMoved: the refresh of a
-	// route marked for another's news does not look through the cache
-	// again (which, for every route of a replaced master, would be a
-	// pass over the cache per route).
-	followsMove atomic.Bool
 }
 
 // writeQueue is one writable queue of a topic on a master.
@@ -110,12 +101,43 @@ type routes struct {
 	// (clients reconnecting after a restart all ask for their routes at
 	// once).
 	loads singleflight.Group
+
+	// mu guards news.
+	mu sync.Mutex
+	// news holds, by broker address, what the proxy learned of a broker
+	// that cached routes name as a master (see brokerNews): one entry
+	// serves every topic the broker serves.
+	news map[string]brokerNews
+}
+
+// brokerNews is what the proxy learned of one broker address that says
+// it may be its group's master no more. A cached route naming the
+// address as a master is asked for again at its next call when the news
+// is newer than the route (routes.doubted), whichever topic's request
+// brought it.
+type brokerNews struct {
+	// refused is when the broker last refused a request as a slave or a
+	// switching broker does, or could not be reached (routes.refusedBy);
+	// zero when it did not.
+	refused time.Time
+	// moved is when a refresh of a route last found the broker's group
+	// with another master, or none (routes.mastersMoved); zero when none
+	// did.
+	moved time.Time
+}
+
+// latest is the later of the news' times.
+func (n brokerNews) latest() time.Time {
+	if n.moved.After(n.refused) {
+		return n.moved
+	}
+	return n.refused
 }
 
 func newRoutes(pool *remoting.ClientPool, cfg *Config, ns *nameServers, bg *background) *routes {
 	cache, _ := lru.New[string, *topicRoute](max(cfg.RouteCacheSize, 1)) // fails only for a size below 1
 	return &routes{pool: pool, ns: ns, ttl: cfg.RouteTTL, idle: cfg.RouteIdle, timeout: cfg.RequestTimeout,
-		plaintext: cfg.Remoting.TLS == nil, bg: bg, cache: cache, floor: refreshFloor}
+		plaintext: cfg.Remoting.TLS == nil, bg: bg, cache: cache, floor: refreshFloor, news: map[string]brokerNews{}}
 }
 
 // get returns the topic's route. A cached route is answered at once; once
@@ -136,11 +158,12 @@ func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
 	}
 	if r != nil {
 		r.used.Store(now)
-		if r.refused.Load() {
-			// Its master refused: the name servers may route another by
-			// now, and the call waits for them rather than be sent to
-			// the same refusal (the refresh keeps the route when no name
-			// server answers).
+		if rs.doubted(r) {
+			// One of its masters refused, or moved, since the route was
+			// asked for: the name servers may route another by now, and
+			// the call waits for them rather than be sent to the same
+			// refusal (the refresh keeps the route when no name server
+			// answers).
 			return rs.wait(ctx, topic, r)
 		}
 		due := rs.ttl
@@ -161,26 +184,70 @@ func (rs *routes) get(ctx context.Context, topic string) (*topicRoute, error) {
 // servers one lookup a second per topic at most.
 const refreshFloor = time.Second
 
-// refusedBy notes that the master at addr refused a request for topic
-// as a slave or a switching broker refuses it (SYSTEM_BUSY from a slave,
+// refusedBy notes that the broker at addr refused a request as a slave
+// or a switching broker refuses it (SYSTEM_BUSY from a slave,
 // SERVICE_NOT_AVAILABLE while a controller-mode broker changes role),
 // answered a pop, an ack or a change of invisible time as a rocketkv
 // slave does (answeredBySlave: a demoted master, which a proxy that only
 // receives learns of so), or could not be reached (a master that
-// stopped): once the cached route that names addr as a master is
-// refreshFloor old, the next call of the topic waits for the name
-// servers to be asked again, so that a client's retry reaches the master
-// elected meanwhile instead of the refusing broker until the route's TTL
-// (topicRouteServiceCacheRefreshSeconds, 20 s by default) runs out.
-func (rs *routes) refusedBy(topic, addr string) {
-	r, ok := rs.cache.Peek(topic)
-	if !ok || time.Since(r.at) < rs.floor {
+// stopped). The note is kept by address, not by topic: every cached
+// route that names addr as a master and was asked for at least
+// refreshFloor before the refusal has its next call wait for the name
+// servers to be asked again, whichever topic's request met the refusal,
+// so that clients' retries on every topic the broker serves reach the
+// master elected meanwhile instead of the refusing broker until their
+// routes' TTL (topicRouteServiceCacheRefreshSeconds, 20 s by default)
+// runs out.
+func (rs *routes) refusedBy(addr string) {
+	if addr == "" {
 		return
 	}
-	for _, a := range r.masters {
-		if a == addr {
-			r.refused.Store(true)
-			return
+	now := time.Now()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	n := rs.news[addr]
+	n.refused = now
+	rs.news[addr] = n
+	rs.forgetOldNews(now)
+}
+
+// doubted reports whether a cached route names as a master a broker
+// that, since the route was asked for, a refresh found replaced, or
+// that refused a request (refusedBy) refreshFloor or more after it: a
+// master that stays refused costs the name servers one lookup of each
+// of its topics per refreshFloor at most.
+func (rs *routes) doubted(r *topicRoute) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if len(rs.news) == 0 {
+		return false
+	}
+	for _, addr := range r.masters {
+		n, ok := rs.news[addr]
+		if !ok {
+			continue
+		}
+		if n.moved.After(r.at) || (!n.refused.IsZero() && n.refused.Sub(r.at) >= rs.floor) {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetOldNews drops the news no cached route can be older than (rs.mu
+// held): past RouteTTL, RouteIdle and a lookup's time, a route asked for
+// before the news has either been asked for again (a call past its TTL
+// starts a refresh, which replaces it within loadTimeout) or gone unasked
+// for RouteIdle (dropped at its next call). With RouteIdle 0 the news is
+// kept: an entry per broker address the proxy sent to.
+func (rs *routes) forgetOldNews(now time.Time) {
+	if rs.idle <= 0 {
+		return
+	}
+	keep := rs.ttl + rs.idle + rs.loadTimeout()
+	for addr, n := range rs.news {
+		if now.Sub(n.latest()) > keep {
+			delete(rs.news, addr)
 		}
 	}
 }
@@ -244,44 +311,38 @@ func (rs *routes) refresh(ctx context.Context, topic string, old *topicRoute) (*
 		fresh.used.Store(time.Now().UnixNano())
 	}
 	rs.cache.Add(topic, fresh)
-	if old != nil && !old.followsMove.Load() {
-		rs.mastersMoved(topic, old, fresh)
+	if old != nil {
+		rs.mastersMoved(old, fresh)
 	}
 	return fresh, nil
 }
 
-// mastersMoved marks the other cached routes that name a master the
-// refresh of topic found replaced (a controller-mode switch, a failover)
-// as refused, so that their next calls ask for them again too: a
-// consumer's receives on a topic the proxy sends nothing to would
-// otherwise go on popping from the demoted master, read-only as a
-// slave pops, until their route's TTL.
-func (rs *routes) mastersMoved(topic string, old, fresh *topicRoute) {
-	moved := map[string]string{} // broker name -> old master address
+// mastersMoved notes the masters that a refresh found replaced in
+// their broker groups (a controller-mode switch, a failover), or gone:
+// every other cached route that names one of them, asked for before now,
+// is asked for again at its next call (routes.doubted), without a
+// refusal of its own. A consumer's receives on a topic the proxy sends
+// nothing to would otherwise go on popping from the demoted master,
+// read-only as a slave pops, until their route's TTL.
+func (rs *routes) mastersMoved(old, fresh *topicRoute) {
+	var moved []string
 	for name, addr := range old.masters {
 		if fresh.masters[name] != addr {
-			moved[name] = addr
+			moved = append(moved, addr)
 		}
 	}
 	if len(moved) == 0 {
 		return
 	}
-	for _, t := range rs.cache.Keys() {
-		if t == topic {
-			continue
-		}
-		r, ok := rs.cache.Peek(t)
-		if !ok {
-			continue
-		}
-		for name, addr := range moved {
-			if r.masters[name] == addr {
-				r.followsMove.Store(true)
-				r.refused.Store(true)
-				break
-			}
-		}
+	now := time.Now()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, addr := range moved {
+		n := rs.news[addr]
+		n.moved = now
+		rs.news[addr] = n
 	}
+	rs.forgetOldNews(now)
 }
 
 // forget drops a cached route, so that the next request asks again (after

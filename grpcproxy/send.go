@@ -145,7 +145,7 @@ func sendAnswer(q writeQueue, resp *remoting.Command, err error) (*rmqpb.SendRes
 func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outgoing) (*rmqpb.SendResultEntry, error) {
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendMessageV2, sendHeader(topic, q, &o, false), o.body))
 	if masterRefused(resp, err) {
-		s.routes.refusedBy(topic, q.addr)
+		s.routes.refusedBy(q.addr)
 	}
 	e, rh, err := sendAnswer(q, resp, err)
 	if err != nil || rh == nil {
@@ -216,7 +216,7 @@ func (s *Server) sendBatch(ctx context.Context, topic string, q writeQueue, msgs
 	}
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendBatchMessage, sendHeader(topic, q, &outs[0], true), body))
 	if masterRefused(resp, err) {
-		s.routes.refusedBy(topic, q.addr)
+		s.routes.refusedBy(q.addr)
 	}
 	e, rh, err := sendAnswer(q, resp, err)
 	if err != nil || rh == nil {
