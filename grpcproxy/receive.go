@@ -475,13 +475,8 @@ func (s *Server) changeInvisible(ctx context.Context, addr, group, realTopic str
 // master is addr by the route of routeTopic (the topic the message was
 // received from), following the group's master to where the route names
 // it when addr answers as a slave (invokeHandleMaster); it returns the
-// new handle and the address of the broker that changed it. Without a
-// routeTopic the request goes to addr alone.
+// new handle and the address of the broker that changed it.
 func (s *Server) changeInvisibleAt(ctx context.Context, routeTopic, addr, group, realTopic string, h Handle, d time.Duration) (Handle, string, error) {
-	if routeTopic == "" {
-		nh, err := s.changeInvisible(ctx, addr, group, realTopic, h, d)
-		return nh, addr, err
-	}
 	resp, used, err := s.invokeHandleMaster(ctx, routeTopic, addr, h, func() *remoting.Command {
 		return popclient.ChangeInvisibleRequest(group, realTopic, h.Handle, d)
 	})

@@ -261,15 +261,16 @@ func hungBroker(t *testing.T) string {
 }
 
 // holdOnHungBroker has the proxy renew n messages of clientID held on
-// the broker at addr, each due for renewal invisible from now, and
-// returns the handles the client holds.
+// the broker at addr, each due for renewal invisible from now, as a
+// receive from topic HungTopic whose route named addr as the master
+// would have them renewed, and returns the handles the client holds.
 func holdOnHungBroker(p *Server, clientID, addr string, n int, invisible time.Duration) []string {
 	handles := make([]string, n)
 	for i := range n {
 		h := Handle{Handle: pop.Handle{CKOffset: int64(i), PopTime: time.Now().UnixMilli(), InvisibleTime: time.Hour.Milliseconds(),
 			RetryFlag: pop.FlagNormal, BrokerName: "hung", QueueOffset: int64(i)}, CommitLogOffset: 1}
 		handles[i] = h.String()
-		p.renewer.add(clientID, handles[i], held{handle: h, group: "HungGroup", topic: "HungTopic", addr: addr}, invisible)
+		p.renewer.add(clientID, handles[i], held{handle: h, group: "HungGroup", topic: "HungTopic", routeTopic: "HungTopic", addr: addr}, invisible)
 	}
 	return handles
 }
