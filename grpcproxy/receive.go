@@ -392,19 +392,30 @@ func (s *Server) ackOne(ctx context.Context, who caller, topic, group, msgID, ha
 
 // invokeHandleMaster sends the request build makes for a receipt handle
 // to addr, the master of the handle's broker group by the route of
-// topic. When a slave answers (answeredBySlave: a master demoted since
-// the route was asked for, whose ack changes nothing and whose change of
-// invisible time fails), the route is asked again (routes.refusedBy) and
-// the request sent once more, to the master the route names then: the
-// handle's broker group is the same, and its new master holds the
-// handle's checkpoint, copied to it while it was the old master's slave.
-// When the route names no other master yet, the slave's answer is the
-// result, as RocketMQ's proxy, which sends the request there until its
-// route's refresh, answers it.
-// It returns the answer and the address of the broker that gave it.
+// topic, following the group's master as followHandleMaster does. It
+// returns the answer and the address of the broker that gave it.
 func (s *Server) invokeHandleMaster(ctx context.Context, topic, addr string, h Handle, build func() *remoting.Command) (*remoting.Command, string, error) {
-	resp, err := s.invoke(ctx, addr, 0, build())
-	if err != nil || !answeredBySlave(resp.ExtFields) {
+	return s.followHandleMaster(ctx, topic, addr, h, func(at string) (*remoting.Command, error) {
+		return s.invoke(ctx, at, 0, build())
+	})
+}
+
+// followHandleMaster has send send a request for a receipt handle to
+// addr, the master of the handle's broker group by the route of topic.
+// When the broker answers as one that is not its group's master
+// (notMaster: a master demoted since the route was asked for, whose ack
+// changes nothing, whose change of invisible time and send-back fail),
+// the route is asked again (routes.refusedBy) and send sends the request
+// once more, to the master the route names then: the handle's broker
+// group is the same, and its new master holds the handle's checkpoint and
+// record, copied to it while it was the old master's slave. When the
+// route names no other master yet, the first answer is the result, as
+// RocketMQ's proxy, which sends the request there until its route's
+// refresh, answers it. It returns the answer and the address of the
+// broker that gave it.
+func (s *Server) followHandleMaster(ctx context.Context, topic, addr string, h Handle, send func(addr string) (*remoting.Command, error)) (*remoting.Command, string, error) {
+	resp, err := send(addr)
+	if err != nil || !notMaster(resp) {
 		return resp, addr, err
 	}
 	s.routes.refusedBy(addr)
@@ -414,7 +425,7 @@ func (s *Server) invokeHandleMaster(ctx context.Context, topic, addr string, h H
 	}
 	s.log.Debug().Str("topic", topic).Str("slave", addr).Str("master", moved).
 		Msg("the route's master answered as a slave: request sent to the master the route names now")
-	resp, err = s.invoke(ctx, moved, 0, build())
+	resp, err = send(moved)
 	return resp, moved, err
 }
 
@@ -535,11 +546,20 @@ func (s *Server) ForwardMessageToDeadLetterQueue(ctx context.Context, req *rmqpb
 	if err != nil {
 		return answer(fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%v", err))
 	}
-	if err := s.checkHandleNamesRecord(ctx, addr, realTopic, h); err != nil {
-		return answer(err)
-	}
-	p := popped{handle: h, group: group, topic: realTopic, addr: addr}
-	return answer(s.toDLQ(ctx, addr, group, p, req.GetMessageId()))
+	// The send-back follows the group's master as acks do: a master
+	// demoted since the route was asked for refuses it as a slave
+	// ([REJECTREQUEST]), and a FIFO consumer would send the forward to
+	// it again and again until the route's TTL. The record is checked
+	// on the broker that copies it.
+	p := popped{handle: h, group: group, topic: realTopic}
+	resp, used, err := s.followHandleMaster(ctx, topic, addr, h, func(at string) (*remoting.Command, error) {
+		if err := s.checkHandleNamesRecord(ctx, at, realTopic, h); err != nil {
+			return nil, err
+		}
+		return s.invoke(ctx, at, 0, sendBackRequest(group, p, req.GetMessageId()))
+	})
+	p.addr = used
+	return answer(s.sentBack(ctx, used, group, p, resp, err))
 }
 
 // checkHandleNamesRecord reads the record at a handle's CommitLog offset
@@ -577,6 +597,13 @@ func (s *Server) checkHandleNamesRecord(ctx context.Context, addr, realTopic str
 // ack that follows is logged when it fails, not answered, as RocketMQ's
 // proxy does not wait for it: the message is in the dead-letter queue.
 func (s *Server) toDLQ(ctx context.Context, addr, group string, p popped, msgID string) error {
+	resp, err := s.invoke(ctx, addr, 0, sendBackRequest(group, p, msgID))
+	return s.sentBack(ctx, addr, group, p, resp, err)
+}
+
+// sendBackRequest is the CONSUMER_SEND_MSG_BACK that moves a popped
+// message to its group's dead-letter queue (toDLQ).
+func sendBackRequest(group string, p popped, msgID string) *remoting.Command {
 	h := map[string]string{
 		"offset": strconv.FormatInt(p.handle.CommitLogOffset, 10), "group": group, "delayLevel": "-1",
 		"originTopic": p.topic, "unitMode": "false", "maxReconsumeTimes": "0",
@@ -584,7 +611,13 @@ func (s *Server) toDLQ(ctx context.Context, addr, group string, p popped, msgID 
 	if msgID != "" {
 		h["originMsgId"] = msgID
 	}
-	resp, err := s.invoke(ctx, addr, 0, remoting.NewRequest(remoting.ConsumerSendMsgBack, h, nil))
+	return remoting.NewRequest(remoting.ConsumerSendMsgBack, h, nil)
+}
+
+// sentBack reads the answer of the broker at addr to a send-back
+// (sendBackRequest) and, when it moved the message, acknowledges the
+// message there, as toDLQ describes.
+func (s *Server) sentBack(ctx context.Context, addr, group string, p popped, resp *remoting.Command, err error) error {
 	if err != nil {
 		return err
 	}

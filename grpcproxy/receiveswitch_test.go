@@ -25,7 +25,8 @@ import (
 // CHANGE_MESSAGE_INVISIBLETIME with SUCCESS, counting them. Once demoted
 // it answers as a rocketkv slave does: pops found read-only, acks
 // SUCCESS, changes of invisible time SYSTEM_ERROR, each marked
-// remoting.FieldSlave.
+// remoting.FieldSlave; a send-back (CONSUMER_SEND_MSG_BACK) it refuses
+// as RocketMQ's slave does (SYSTEM_BUSY, [REJECTREQUEST]).
 type fakePopBroker struct {
 	name  string
 	addr  string
@@ -34,6 +35,10 @@ type fakePopBroker struct {
 	mu                    sync.Mutex
 	pops, acks, changes   int
 	ackedOffsets, changed []int64
+	// sentBack lists the CommitLog offsets the broker moved to the
+	// dead-letter queue as a master; views counts VIEW_MESSAGE_BY_ID.
+	sentBack []string
+	views    int
 }
 
 func startFakePopBroker(t *testing.T, name string) *fakePopBroker {
@@ -73,6 +78,31 @@ func startFakePopBroker(t *testing.T, name string) *fakePopBroker {
 		resp.ExtFields = h
 		_ = conn.Reply(req, resp)
 	})
+	mux.HandleFunc(remoting.ViewMessageByID, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		// The record a pop handed out at the offset (popAnswer's).
+		b.mu.Lock()
+		b.views++
+		b.mu.Unlock()
+		phy, _ := remoting.Header(req.ExtFields).Int64("offset")
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		m := b.record("T", phy-1000)
+		body, err := commitlog.AppendRecord(nil, &m)
+		if err != nil {
+			resp = remoting.NewResponse(req, remoting.SystemError, err.Error())
+		}
+		resp.Body = body
+		_ = conn.Reply(req, resp)
+	})
+	mux.HandleFunc(remoting.ConsumerSendMsgBack, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		if b.slave.Load() {
+			_ = conn.Reply(req, remoting.NewResponse(req, remoting.SystemBusy, "[REJECTREQUEST]system busy, start flow control for a while"))
+			return
+		}
+		b.mu.Lock()
+		b.sentBack = append(b.sentBack, req.ExtFields["offset"])
+		b.mu.Unlock()
+		_ = conn.Reply(req, remoting.NewResponse(req, remoting.Success, ""))
+	})
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"}, mux, zerolog.Nop())
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -80,6 +110,15 @@ func startFakePopBroker(t *testing.T, name string) *fakePopBroker {
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	b.addr = srv.Addr().String()
 	return b
+}
+
+// record is the message a pop of topic hands out at queue offset off.
+func (b *fakePopBroker) record(topic string, off int64) commitlog.Message {
+	now := time.Now().UnixMilli()
+	return commitlog.Message{Topic: topic, QueueID: 0, QueueOffset: off, PhyOffset: 1000 + off, BornTimestamp: now, StoreTimestamp: now,
+		BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+		Body:       []byte(fmt.Sprintf("%s-%d", b.name, off)),
+		Properties: commitlog.FormatProperties(map[string]string{commitlog.PropertyUniqID: fmt.Sprintf("7F00000100002A9F0000%012X", off)})}
 }
 
 // mark marks resp as a slave's answer once the broker is demoted.
@@ -99,12 +138,8 @@ func (b *fakePopBroker) popAnswer(req *remoting.Command) *remoting.Command {
 	b.pops++
 	off := int64(b.pops - 1)
 	b.mu.Unlock()
-	topic := req.ExtFields["topic"]
-	now := time.Now().UnixMilli()
-	m := commitlog.Message{Topic: topic, QueueID: 0, QueueOffset: off, PhyOffset: 1000 + off, BornTimestamp: now, StoreTimestamp: now,
-		BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
-		Body:       []byte(fmt.Sprintf("%s-%d", b.name, off)),
-		Properties: commitlog.FormatProperties(map[string]string{commitlog.PropertyUniqID: fmt.Sprintf("7F00000100002A9F0000%012X", off)})}
+	m := b.record(req.ExtFields["topic"], off)
+	now := m.StoreTimestamp
 	body, err := commitlog.AppendRecord(nil, &m)
 	if err != nil {
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -367,5 +402,35 @@ func TestRefusalThroughOneTopicMovesTheBrokersOtherTopics(t *testing.T) {
 	}
 	if pops, _, _ := r.old.counts(); pops != 3 {
 		t.Fatalf("the demoted master was popped %d times, want 3 (T2's receive after the election went to the elected master)", pops)
+	}
+}
+
+// A forward to the dead-letter queue of a message received before the
+// switch, which the old master, still the route's master, refuses as a
+// slave refuses a send-back, goes to the master the route names once
+// asked again: the record is checked there, moved there and acknowledged
+// there, and the client is answered OK, as for an ack after the switch.
+func TestForwardToDLQAfterSwitchReachesTheElectedMaster(t *testing.T) {
+	r := startSwitchRig(t, 0)
+	_, m := r.receive(t, "T")
+	r.demote()
+	resp, err := r.c.rpc.ForwardMessageToDeadLetterQueue(callCtx(t, "C", 10*time.Second), &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: "G"}, Topic: &rmqpb.Resource{Name: "T"},
+		ReceiptHandle: m.GetSystemProperties().GetReceiptHandle(), MessageId: m.GetSystemProperties().GetMessageId(),
+		DeliveryAttempt: 1, MaxDeliveryAttempts: 1,
+	})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("forward after the switch: %v %v", resp.GetStatus(), err)
+	}
+	r.old.mu.Lock()
+	oldSent := fmt.Sprint(r.old.sentBack)
+	r.old.mu.Unlock()
+	r.elected.mu.Lock()
+	elSent, elViews := fmt.Sprint(r.elected.sentBack), r.elected.views
+	r.elected.mu.Unlock()
+	acked, _ := r.elected.offsets()
+	if oldSent != "[]" || elSent != "[1000]" || elViews != 1 || acked != "[0]" {
+		t.Fatalf("forward after the switch: old master moved %s; elected moved %s after %d checks of the record, acknowledged %s; want [], [1000], 1, [0]",
+			oldSent, elSent, elViews, acked)
 	}
 }

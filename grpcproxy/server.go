@@ -328,6 +328,14 @@ func answeredBySlave(ext map[string]string) bool {
 	return ext[remoting.FieldSlave] == "true"
 }
 
+// notMaster reports whether a broker's answer to a request sent to it as
+// its group's master says that it is not one (any more): a rocketkv
+// slave's mark (answeredBySlave), or a slave's or switching broker's
+// refusal (refusedAsSlave).
+func notMaster(resp *remoting.Command) bool {
+	return answeredBySlave(resp.ExtFields) || refusedAsSlave(resp.Code, resp.Remark)
+}
+
 // invokeOneway sends one Remoting request to addr without waiting for an
 // answer; it returns once the request is queued on the connection, or
 // fails when that takes longer than the request timeout.
