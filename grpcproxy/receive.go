@@ -233,13 +233,16 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 		}
 		// The broker the route names as master is a slave now (a
 		// controller-mode switch demoted it since the route was
-		// asked for). Its pop wrote nothing, as RocketMQ's slave's
-		// writes nothing: what it found is not delivered (acks of it
-		// would change nothing, and the master would deliver it
-		// again) but popped from the master the route names once
-		// asked again, by this receive when it names another.
+		// asked for). Its pop wrote nothing of its master's state, as
+		// RocketMQ's slave's writes nothing: what it found is not
+		// delivered (acks of it would change nothing, and the master
+		// would deliver it again) but popped from the master the
+		// route names once asked again, by this receive when it names
+		// another. An orderly batch it handed out, which it keeps,
+		// is given back to it (giveBackOrderly).
 		s.log.Debug().Str("topic", topic).Str("broker", addr).Int("found", len(res.Messages)).
 			Msg("the route's master answered a pop as a slave: asking for the route again")
+		s.giveBackOrderly(ctx, addr, group, res.Messages)
 		if moved {
 			return nil, nil
 		}
@@ -312,6 +315,39 @@ func (s *Server) popAt(ctx context.Context, addr, brokerName string, req popclie
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), req.PollTime+s.cfg.RequestTimeout)
 	defer cancel()
 	return popclient.New(rc, brokerName).Pop(cctx, req)
+}
+
+// giveBackOrderly makes the orderly messages of a slave's pop answer,
+// which the proxy does not deliver (receive), visible again on that
+// broker after a second, as RocketMQ's proxy gives back what it popped
+// and could not stream (CHANGE_MESSAGE_INVISIBLETIME with its
+// NACK_INVISIBLE_TIME). A slave keeps the batch its orderly pop handed
+// out, in its store too (pop.Service's slaveOrders), and it locks the
+// group's queue there until its invisible time ends; were the broker
+// made its group's master again before the elected master popped the
+// queue, the batch, taken over (TakeOverSlaveState), would hold the
+// queue for what is left of that time with messages no consumer has.
+// Given back, it locks nothing. Its messages' consumption counts stay:
+// the next orderly pop of them counts one more, as RocketMQ counts a
+// batch its proxy could not stream. Messages popped without order are
+// left alone: a slave keeps those in memory only, and refuses a change
+// of their invisible time. A failure is logged, and ends the give-back
+// (the broker is then likely gone, and its batch with it when it does
+// not come back).
+func (s *Server) giveBackOrderly(ctx context.Context, addr, group string, msgs []popclient.Message) {
+	ctx = context.WithoutCancel(ctx) // the batch is the broker's, not the client's
+	for i := range msgs {
+		m := &msgs[i]
+		if !m.Handle.Orderly() {
+			continue
+		}
+		h := Handle{Handle: m.Handle, CommitLogOffset: m.PhyOffset}
+		if _, err := s.changeInvisible(ctx, addr, group, m.RealTopic, h, time.Second); err != nil {
+			s.log.Warn().Err(err).Str("group", group).Str("broker", addr).Str("topic", m.RealTopic).
+				Msg("orderly batch a demoted master handed out not given back; it locks the queue there until its invisible time ends")
+			return
+		}
+	}
 }
 
 // nack makes messages that could not be streamed to the client visible

@@ -2,6 +2,7 @@ package grpcproxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
+	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -24,17 +26,25 @@ import (
 // the broker's name and a count), ACK_MESSAGE and
 // CHANGE_MESSAGE_INVISIBLETIME with SUCCESS, counting them. Once demoted
 // it answers as a rocketkv slave does: pops found read-only, acks
-// SUCCESS, changes of invisible time SYSTEM_ERROR, each marked
-// remoting.FieldSlave; a send-back (CONSUMER_SEND_MSG_BACK) it refuses
-// as RocketMQ's slave does (SYSTEM_BUSY, [REJECTREQUEST]).
+// SUCCESS, changes of invisible time SYSTEM_ERROR but for messages popped
+// orderly (SUCCESS: the slave moves their deadline in the batch it
+// keeps), each marked remoting.FieldSlave; a send-back
+// (CONSUMER_SEND_MSG_BACK) it refuses as RocketMQ's slave does
+// (SYSTEM_BUSY, [REJECTREQUEST]). With fifo set it answers
+// GET_SUBSCRIPTION_GROUP_CONFIG with an orderly group, and pops asked
+// for in order with orderly handles.
 type fakePopBroker struct {
 	name  string
 	addr  string
 	slave atomic.Bool
+	fifo  atomic.Bool
 
 	mu                    sync.Mutex
 	pops, acks, changes   int
 	ackedOffsets, changed []int64
+	// slaveChanged lists the changes of invisible time of orderly
+	// messages the broker took as a slave, as "offset:invisibleTime".
+	slaveChanged []string
 	// sentBack lists the CommitLog offsets the broker moved to the
 	// dead-letter queue as a master; views counts VIEW_MESSAGE_BY_ID.
 	sentBack []string
@@ -63,7 +73,21 @@ func startFakePopBroker(t *testing.T, name string) *fakePopBroker {
 		b.changes++
 		b.mu.Unlock()
 		if b.slave.Load() {
-			_ = conn.Reply(req, b.mark(remoting.NewResponse(req, remoting.SystemError, "")))
+			h, err := pop.ParseHandle(req.ExtFields["extraInfo"])
+			if err != nil || !h.Orderly() {
+				_ = conn.Reply(req, b.mark(remoting.NewResponse(req, remoting.SystemError, "")))
+				return
+			}
+			b.mu.Lock()
+			b.slaveChanged = append(b.slaveChanged, req.ExtFields["offset"]+":"+req.ExtFields["invisibleTime"])
+			b.mu.Unlock()
+			resp := remoting.NewResponse(req, remoting.Success, "")
+			rh := remoting.Header{}
+			rh.SetInt64("popTime", h.PopTime)
+			rh.SetInt64("invisibleTime", h.InvisibleTime)
+			rh.SetInt32("reviveQid", h.ReviveQID)
+			resp.ExtFields = rh
+			_ = conn.Reply(req, b.mark(resp))
 			return
 		}
 		off, _ := remoting.Header(req.ExtFields).Int64("offset")
@@ -76,6 +100,17 @@ func startFakePopBroker(t *testing.T, name string) *fakePopBroker {
 		h.SetInt64("invisibleTime", 30000)
 		h.SetInt32("reviveQid", 0)
 		resp.ExtFields = h
+		_ = conn.Reply(req, resp)
+	})
+	mux.HandleFunc(remoting.GetSubscriptionGroupConfig, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
+		if !b.fifo.Load() {
+			_ = conn.Reply(req, remoting.NewResponse(req, remoting.SubscriptionGroupNotExist, ""))
+			return
+		}
+		gc := meta.NewSubscriptionGroupConfig(req.ExtFields["group"])
+		gc.ConsumeMessageOrderly = true
+		resp := remoting.NewResponse(req, remoting.Success, "")
+		resp.Body, _ = json.Marshal(gc)
 		_ = conn.Reply(req, resp)
 	})
 	mux.HandleFunc(remoting.ViewMessageByID, func(_ context.Context, conn *remoting.Conn, req *remoting.Command) {
@@ -150,7 +185,11 @@ func (b *fakePopBroker) popAnswer(req *remoting.Command) *remoting.Command {
 	h := remoting.Header{}
 	h.SetInt64("popTime", now)
 	h.SetInt64("invisibleTime", 30000)
-	h.SetInt32("reviveQid", 0)
+	reviveQid := int32(0)
+	if req.ExtFields["order"] == "true" {
+		reviveQid = pop.OrderReviveQueue
+	}
+	h.SetInt32("reviveQid", reviveQid)
 	h.SetInt64("restNum", 0)
 	h.Set("startOffsetInfo", ib.StartOffsetInfo())
 	h.Set("msgOffsetInfo", ib.MsgOffsetInfo())
@@ -402,6 +441,41 @@ func TestRefusalThroughOneTopicMovesTheBrokersOtherTopics(t *testing.T) {
 	}
 	if pops, _, _ := r.old.counts(); pops != 3 {
 		t.Fatalf("the demoted master was popped %d times, want 3 (T2's receive after the election went to the elected master)", pops)
+	}
+}
+
+// The orderly batch a demoted master's pop hands out, which the proxy
+// does not deliver, is given back to that broker (each message's
+// invisible time changed to a second, as RocketMQ's proxy gives back what
+// it could not stream), so that it locks the queue there no longer; the
+// receive goes on to the elected master. A non-orderly find is not given
+// back (a slave keeps nothing of it and refuses the change).
+func TestOrderlyBatchOfADemotedMasterGivenBack(t *testing.T) {
+	for _, fifo := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			r := startSwitchRig(t, 0)
+			r.old.fifo.Store(fifo)
+			r.elected.fifo.Store(fifo)
+			if body, _ := r.receive(t, "T"); body != "old-0" {
+				t.Fatalf("receive before the switch: %q, want old-0", body)
+			}
+			r.demote()
+			if body, _ := r.receive(t, "T"); body != "elected-0" {
+				t.Fatalf("receive after the switch: %q, want elected-0", body)
+			}
+			r.old.mu.Lock()
+			given := fmt.Sprint(r.old.slaveChanged)
+			r.old.mu.Unlock()
+			_, _, changes := r.old.counts()
+			want, wantChanges := "[1:1000]", 1
+			if !fifo {
+				want, wantChanges = "[]", 0
+			}
+			if given != want || changes != wantChanges {
+				t.Fatalf("the demoted master was asked %d changes of invisible time, took %s as a slave; want %d, %s (offset:invisibleTime)",
+					changes, given, wantChanges, want)
+			}
+		})
 	}
 }
 

@@ -542,3 +542,48 @@ func (h *orderHarness) plainPopReadOnly(t *testing.T, group string, initMode int
 	}
 	return offs[InfoKey(FlagNormal, 0)]
 }
+
+// The orderly batch a slave's pop handed out, which the proxy did not
+// deliver (it was a demoted master's answer) and gave back (its
+// messages' invisible time changed to a second, grpcproxy's
+// giveBackOrderly), locks the queue no longer once the broker is made
+// its group's master again (TakeOverSlaveState): the master's next pop
+// gets the batch's messages a second after the give-back, counted once
+// redelivered, where a batch not given back holds the queue for its
+// whole invisible time.
+func TestSlaveBatchGivenBackDoesNotLockTheTakenOverQueue(t *testing.T) {
+	for _, givenBack := range []bool{true, false} {
+		t.Run(fmt.Sprintf("given back %v", givenBack), func(t *testing.T) {
+			h := newOrderHarness(t, 4)
+			const invisible = 30_000
+			res, err := h.svc.PopReadOnly(PopRequest{Group: "G", Topic: orderTestTopic, QueueID: 0, MaxMsgNums: 2, InvisibleTime: invisible,
+				Order: true, AttemptID: "dropped"})
+			if err != nil {
+				t.Fatalf("read-only pop: %v", err)
+			}
+			handle := Handle{PopTime: res.PopTime, InvisibleTime: invisible, ReviveQID: OrderReviveQueue, RetryFlag: FlagNormal}
+			if givenBack {
+				for _, off := range []int64{0, 1} {
+					if _, err := h.svc.ChangeInvisibleTimeReadOnly("G", orderTestTopic, 0, off, handle, 1000); err != nil {
+						t.Fatalf("give-back of %d on the slave: %v", off, err)
+					}
+				}
+			}
+			if n, err := h.svc.TakeOverSlaveState(); err != nil || n != 1 {
+				t.Fatalf("take over: %d queues, %v; want 1", n, err)
+			}
+			h.now += 1000
+			offs, info := h.pop(t, "next", 2)
+			if !givenBack {
+				if len(offs) != 0 {
+					t.Fatalf("the master's pop within the batch's invisible time: %v, want nothing (the batch holds the queue)", offs)
+				}
+				h.now += invisible
+				offs, info = h.pop(t, "later", 2)
+			}
+			if fmt.Sprint(offs) != "[0 1]" || info == "0 0 0" {
+				t.Fatalf("the master's pop: %v %q, want [0 1] counted as redelivered", offs, info)
+			}
+		})
+	}
+}
