@@ -23,6 +23,7 @@ import (
 	"github.com/rocketkv/rocketkv/controller"
 	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
+	"github.com/rocketkv/rocketkv/internal/controllertest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
@@ -30,8 +31,8 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// ctlPeer is one controller of a test, served over Remoting at the
-// address its peer list names.
+// ctlPeer is one controller of a test (controllertest.Peer), served over
+// Remoting at the address its peer list names.
 type ctlPeer struct {
 	c    *controller.Controller
 	srv  *remoting.Server
@@ -47,73 +48,34 @@ func (p *ctlPeer) stop() {
 	})
 }
 
-// startTestControllers starts n controllers of package controller in
-// process, a raft group of n peers, each served over Remoting at the
-// address its peer list names, as a broker's controllerAddr reaches it.
+// startTestControllers starts n controllers as one raft group
+// (controllertest.Start), until the test ends.
 func startTestControllers(t *testing.T, n int, unclean, notify bool) []*ctlPeer {
 	t.Helper()
-	var ports []int
-	for len(ports) < n {
-		p := testutil.FreePortPair(t)
-		if !slices.ContainsFunc(ports, func(q int) bool { return q >= p-1 && q <= p+1 }) {
-			ports = append(ports, p)
-		}
-	}
-	return startTestControllersOn(t, ports, unclean, notify)
+	return ctlPeers(controllertest.Start(t, n, controllertest.Options{Unclean: unclean, Notify: notify}))
 }
 
 // startTestControllersOn is startTestControllers on the given ports
 // (each with the next one free for raft).
 func startTestControllersOn(t *testing.T, ports []int, unclean, notify bool) []*ctlPeer {
 	t.Helper()
-	var list []string
-	for i, p := range ports {
-		list = append(list, fmt.Sprintf("n%d-127.0.0.1:%d", i, p))
-	}
-	var peers []*ctlPeer
-	for i, port := range ports {
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		cfg := controller.DefaultConfig()
-		cfg.Group = "group1"
-		cfg.Peers = strings.Join(list, ";")
-		cfg.SelfID = fmt.Sprintf("n%d", i)
-		cfg.StorePath = t.TempDir()
-		cfg.RaftTimeout = 200 * time.Millisecond
-		cfg.ScanNotActiveBrokerInterval = 100 * time.Millisecond
-		cfg.ScanInactiveMasterInterval = 100 * time.Millisecond
-		cfg.EnableElectUncleanMaster = unclean
-		cfg.NotifyBrokerRoleChanged = notify
-		c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		srv := remoting.NewServer(remoting.ServerConfig{Addr: addr}, c.Handler(), zerolog.Nop())
-		if err := srv.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		p := &ctlPeer{c: c, srv: srv, addr: addr}
-		t.Cleanup(p.stop)
-		peers = append(peers, p)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for _, p := range peers {
-		if err := p.c.WaitLeader(ctx); err != nil {
-			t.Fatal(err)
-		}
+	return ctlPeers(controllertest.StartOn(t, ports, controllertest.Options{Unclean: unclean, Notify: notify}))
+}
+
+// ctlPeers are the tests' handles of started controllers.
+func ctlPeers(started []*controllertest.Peer) []*ctlPeer {
+	peers := make([]*ctlPeer, len(started))
+	for i, p := range started {
+		peers[i] = &ctlPeer{c: p.Controller, srv: p.Server, addr: p.Addr}
 	}
 	return peers
 }
 
-// startTestController starts one controller and returns its address.
+// startTestController starts one controller and returns its address
+// once it leads.
 func startTestController(t *testing.T, unclean, notify bool) string {
 	t.Helper()
-	p := startTestControllers(t, 1, unclean, notify)[0]
-	waitUntil(t, 20*time.Second, "the controller to lead", p.c.IsLeader)
-	return p.addr
+	return controllertest.StartOne(t, controllertest.Options{Unclean: unclean, Notify: notify}).Addr
 }
 
 // waitUntil polls cond every 50 ms for up to d.

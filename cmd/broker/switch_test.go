@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
@@ -23,49 +22,13 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/rocketkv/rocketkv/controller"
 	"github.com/rocketkv/rocketkv/grpcproxy/rmqpb"
 	"github.com/rocketkv/rocketkv/internal/clustertest"
+	"github.com/rocketkv/rocketkv/internal/controllertest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
-
-// startSwitchController starts one controller of package controller in
-// process, served over Remoting, and returns its address once it leads.
-func startSwitchController(t *testing.T) string {
-	t.Helper()
-	port := testutil.FreePortPair(t) // the next port is its raft port
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cfg := controller.DefaultConfig()
-	cfg.Group = "group1"
-	cfg.Peers = "n0-" + addr
-	cfg.SelfID = "n0"
-	cfg.StorePath = t.TempDir()
-	cfg.RaftTimeout = 200 * time.Millisecond
-	cfg.ScanNotActiveBrokerInterval = 100 * time.Millisecond
-	cfg.ScanInactiveMasterInterval = 100 * time.Millisecond
-	cfg.NotifyBrokerRoleChanged = true
-	c, err := controller.New(controller.Options{Config: cfg, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	srv := remoting.NewServer(remoting.ServerConfig{Addr: addr}, c.Handler(), zerolog.Nop())
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := c.WaitLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
 
 // switchBroker is a controller-mode bin/broker run in process with
 // --enable-proxy.
@@ -289,7 +252,7 @@ type switchGroup struct {
 // not have the topic (as in RocketMQ).
 func startSwitchGroup(t *testing.T, topic string, routeRefresh int) switchGroup {
 	t.Helper()
-	g := switchGroup{ctlAddr: startSwitchController(t), nsAddr: clustertest.StartNamesrv(t)}
+	g := switchGroup{ctlAddr: controllertest.StartOne(t, controllertest.Options{Notify: true}).Addr, nsAddr: clustertest.StartNamesrv(t)}
 	g.pool, g.invoke = switchInvoker(t)
 	g.a = runSwitchBroker(t, g.ctlAddr, g.nsAddr, routeRefresh)
 	waitFor(t, 30*time.Second, "broker a to register as master", func() bool {
