@@ -81,33 +81,42 @@ func dialBigAnswerServer(t *testing.T, useTLS bool) (net.Conn, *atomic.Int64, fu
 	return raw, handled, logs
 }
 
-// checkPauseAndResume sends requests one at a time without reading, waits
-// for the server to stop reading them, then reads every answer.
+// checkPauseAndResume sends requests one at a time without reading, until
+// the server stops reading them, then the rest, then reads every answer.
 func checkPauseAndResume(t *testing.T, raw net.Conn, handled *atomic.Int64, logs func() string) {
 	t.Helper()
 	const sent = 300 // 19 MiB of answers
+	paused := func() bool { return strings.Contains(logs(), "does not read its answers") }
+	pausedAt := -1
 	for i := range sent {
-		// One at a time: a pause stops the reads that follow it, not
-		// those of requests already buffered.
 		writeCommand(t, raw, &Command{Code: SendMessageV2, Language: "GO", Opaque: int32(i + 1)})
-		time.Sleep(time.Millisecond)
-	}
-	// The handler stops well short of every request while nothing is read.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs(), "does not read its answers") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no pause after %d requests handled, logs:\n%s", handled.Load(), logs())
+		if pausedAt >= 0 {
+			continue
 		}
-		time.Sleep(10 * time.Millisecond)
+		// One at a time: a pause stops the reads that follow it, not
+		// those of requests the server read already, so the next
+		// request goes once this one is handled (or the connection
+		// paused), however slowly the server runs.
+		waitFor(t, fmt.Sprintf("request %d to be handled or the connection to pause", i+1), func() bool {
+			return handled.Load() > int64(i) || paused()
+		})
+		if paused() {
+			pausedAt = i
+		}
 	}
+	if pausedAt < 0 {
+		t.Fatalf("no pause after %d requests handled, logs:\n%s", handled.Load(), logs())
+	}
+	// The requests after the pause wait unread. (A short look: that
+	// nothing happens cannot be waited for.)
 	time.Sleep(200 * time.Millisecond)
 	if n := handled.Load(); n >= sent {
-		t.Fatalf("all %d requests handled while their answers were not read", n)
+		t.Fatalf("all %d requests handled while their answers were not read (paused at request %d)", n, pausedAt+1)
 	}
 	// Reading the answers lets the rest be handled (by a pool of
 	// workers: in any order).
 	fr := NewFrameReader(raw, 0)
-	_ = raw.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = raw.SetReadDeadline(time.Now().Add(hangGuard))
 	answered := map[int32]bool{}
 	for range sent {
 		frame, err := fr.ReadFrame()
@@ -136,7 +145,7 @@ func TestUnreadAnswersAndMoreRequestsClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := []byte(strings.Repeat(string(frame), 1000))
-	_ = raw.SetWriteDeadline(time.Now().Add(20 * time.Second))
+	_ = raw.SetWriteDeadline(time.Now().Add(hangGuard))
 	var werr error
 	for i := 0; i < 400 && werr == nil; i++ { // up to 400,000 requests
 		_, werr = raw.Write(batch)
@@ -150,7 +159,7 @@ func TestUnreadAnswersAndMoreRequestsClose(t *testing.T) {
 	if !strings.Contains(logs(), "sends requests without reading their answers") {
 		t.Fatalf("no log line for the closed connection:\n%s", logs())
 	}
-	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = raw.SetReadDeadline(time.Now().Add(hangGuard))
 	if _, err := io.Copy(io.Discard, raw); err != nil && isTimeout(err) {
 		t.Fatalf("the connection was not closed: %v", err)
 	}

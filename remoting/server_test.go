@@ -18,11 +18,16 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// waitFor polls cond until it holds, failing the test after 10 s. The
-// deadline only guards against hangs; no assertion depends on timing.
+// hangGuard bounds every wait of the package's tests: long enough for a
+// 2-vCPU machine loaded by several -race runs, where a 6 MiB TLS echo or
+// tens of MiB of pipelined frames take many seconds, so that it only
+// catches a hang. No assertion depends on it.
+const hangGuard = 2 * time.Minute
+
+// waitFor polls cond until it holds, failing the test after hangGuard.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -31,8 +36,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// testCtx is the context of one call of a test, ending after hangGuard
+// or with the test.
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -49,7 +56,7 @@ func startServer(t *testing.T, cfg ServerConfig, h Handler) (*Server, *testutil.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		if err := s.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
@@ -75,7 +82,7 @@ func rawConn(t *testing.T, s *Server) net.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(hangGuard))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -28,11 +28,14 @@ func TestAResumedConnectionAnswersEverythingOverTLSToo(t *testing.T) {
 				}
 				all = append(all, f...)
 			}
-			_ = raw.SetDeadline(time.Now().Add(30 * time.Second))
+			_ = raw.SetDeadline(time.Now().Add(hangGuard))
 			if _, err := raw.Write(all); err != nil {
-				t.Fatal(err)
+				t.Fatalf("write %d requests: %v (handled %d)", sent, err, handled.Load())
 			}
-			time.Sleep(500 * time.Millisecond) // let the server buffer every request before the answers are read
+			// Every request is out (the server took what the socket
+			// did not hold), and the connection paused over its unread
+			// answers before any is read.
+			waitFor(t, "the connection to pause", func() bool { return strings.Contains(logs(), "does not read its answers") })
 			fr := NewFrameReader(raw, 0)
 			for i := range sent {
 				if _, err := fr.ReadFrame(); err != nil {
