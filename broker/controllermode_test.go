@@ -1120,6 +1120,52 @@ func designateMaster(t *testing.T, ctlAddr string, id int64) {
 	}
 }
 
+// switchAwayAndBack runs during over and over on a goroutine of its own
+// while the controller makes b the group's master, a following it, and
+// then a the master again with both in its sync state set; it returns
+// once the loop has stopped (on a failed wait too, before the test's end
+// stops the brokers). a leads at the call, b following it. The test
+// fails when a leads again on the Broker it led with: no switch was
+// tested.
+func switchAwayAndBack(t *testing.T, ctlAddr string, a, b *ctlBroker, during func()) {
+	t.Helper()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			during()
+		}
+	}()
+	defer func() {
+		close(stop)
+		<-done
+	}()
+	first := a.sup.Broker()
+	// The controller elects a designated broker only from the sync state
+	// set it holds, which an election resets to the new master alone:
+	// each designation waits for the master to have reported the other
+	// back in sync.
+	waitUntil(t, 60*time.Second, "the controller to hold both in the sync state set", func() bool {
+		return len(controllerSyncStateSet(t, a)) == 2
+	})
+	designateMaster(t, ctlAddr, b.sup.BrokerID())
+	waitUntil(t, 60*time.Second, "the first broker to follow the second, back in the sync state set", func() bool {
+		return b.isMaster() && a.sup.role().running && !a.isMaster() && len(controllerSyncStateSet(t, b)) == 2
+	})
+	designateMaster(t, ctlAddr, a.sup.BrokerID())
+	waitUntil(t, 60*time.Second, "the first broker to lead again with both in sync", func() bool {
+		return a.isMaster() && len(a.sup.role().syncSet) == 2
+	})
+	if a.sup.Broker() == first {
+		t.Fatal("the first broker leads again without a new Broker: no switch was tested")
+	}
+}
+
 // TestControllerModeDropsStaleProposal: a sync state set proposed by
 // the AutoSwitch server of a master Broker the Supervisor has replaced
 // since (master, then slave, then master again, each a new Broker) is
