@@ -174,7 +174,9 @@ func (c *ctlBroker) start() {
 	if c.supervise != nil {
 		c.supervise(s)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A hang guard: a start waits for the controller's answers, slow on
+	// a machine loaded by several -race runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
 		c.t.Fatalf("start controller-mode broker: %v", err)
@@ -576,7 +578,10 @@ func TestControllerModeControllerFailover(t *testing.T) {
 	if !a.isMaster() {
 		t.Fatal("the first broker is not master")
 	}
-	old := leader()
+	// Leadership may have moved meanwhile (an election under load):
+	// the peer stopped is the one leading now.
+	var old *ctlPeer
+	waitUntil(t, 30*time.Second, "a leading controller to stop", func() bool { old = leader(); return old != nil })
 	old.stop()
 	waitUntil(t, 30*time.Second, "another controller to lead", func() bool { l := leader(); return l != nil && l != old })
 	b := newCtlBroker(t, list, "")
