@@ -211,55 +211,79 @@ func TestActingMasterWithoutEscapeRevivesNothing(t *testing.T) {
 // On an acting master that revives, a change of invisible time of a
 // message popped from the master moves it in the copy to its new
 // deadline (RocketMQ's acting master puts the new checkpoint through its
-// escape bridge), so it is not revived at the old one, and an ack with
-// the new handle takes it out; a message the acting master popped itself
-// still cannot have its invisible time changed (SYSTEM_ERROR, as on any
-// slave).
+// escape bridge): m0, shortened, is revived at its new deadline through
+// the bridge and is then no longer in flight (the master's checkpoint,
+// due much later, is gone with the change), and m1, moved, is taken out
+// by an ack with the new handle; a message the acting master popped
+// itself still cannot have its invisible time changed (SYSTEM_ERROR, as
+// on any slave). The master's pops are invisible for longer than any
+// failover takes, so that the changes come before the master's deadline
+// however slowly the slave takes over; nothing waits for that deadline.
 func TestActingMasterChangesInvisibleTimeOfTheMastersPops(t *testing.T) {
 	const topic, group = "PRC", "prc-g"
-	const invisible = 4 * time.Second
+	const invisible = 10 * time.Minute
 	retry := pop.RetryTopicV1(topic, group)
-	var popped popclient.PopResult
+	var popped []popclient.Message
 	var poppedAt time.Time
 	c := startEscapeCluster(t, topic, nil, func(master, other *testBroker) {
 		createTopic(t, other.client(nil), retry, 1, 1)
 		mc := master.client(nil)
-		sendBodies(t, mc, topic, 2)
+		sendBodies(t, mc, topic, 3)
 		master.caughtUp()
 		poppedAt = time.Now()
-		popped = mustPop(t, popclient.New(mc, master.cfg.BrokerName), popclient.PopRequest{Group: group, Topic: topic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: invisible})
-		if len(popped.Messages) != 1 {
-			t.Fatalf("pop on the master: %d messages", len(popped.Messages))
+		pc := popclient.New(mc, master.cfg.BrokerName)
+		for range 2 {
+			res := mustPop(t, pc, popclient.PopRequest{Group: group, Topic: topic, QueueID: 0, MaxMsgNums: 1, InvisibleTime: invisible})
+			if len(res.Messages) != 1 {
+				t.Fatalf("pop on the master: %d messages, want 1", len(res.Messages))
+			}
+			popped = append(popped, res.Messages[0])
 		}
 	})
 	waitRoute(t, c, retry, c.other.cfg.BrokerName)
-	sc := popclient.New(c.slave.client(nil), c.slave.cfg.BrokerName)
-	code, h, err := sc.ChangeInvisibleTime(ctx20(t), group, popped.Messages[0], time.Minute)
-	if err != nil || code != remoting.Success {
-		t.Fatalf("change of invisible time on the acting master: %d %v, want SUCCESS", code, err)
-	}
 	if since := time.Since(poppedAt); since >= invisible {
 		t.Fatalf("the failover took %v, past the invisible time %v", since, invisible)
 	}
-	time.Sleep(time.Until(poppedAt.Add(invisible + 2*time.Second)))
-	if bodies, _ := bodiesIn(t, c.other, retry); len(bodies) != 0 {
-		t.Fatalf("revived %q at the old deadline", bodies)
+	if !inFlight(t, c.slave, group, topic, 0, 0) || !inFlight(t, c.slave, group, topic, 0, 1) {
+		t.Fatal("the acting master's copy does not hold the master's pops of m0 and m1")
 	}
-	if !inFlight(t, c.slave, group, topic, 0, 0) {
-		t.Fatal("m0 is not in flight on the acting master after the change")
+	sc := popclient.New(c.slave.client(nil), c.slave.cfg.BrokerName)
+
+	// m0, due in minutes, becomes visible in a second: revived then.
+	if code, _, err := sc.ChangeInvisibleTime(ctx20(t), group, popped[0], time.Second); err != nil || code != remoting.Success {
+		t.Fatalf("change of m0's invisible time on the acting master: %d %v, want SUCCESS", code, err)
 	}
-	moved := popped.Messages[0]
+	waitUntil(t, time.Minute, "m0 revived at its new deadline into the other group's pop-retry topic", func() bool {
+		bodies, _ := bodiesIn(t, c.other, retry)
+		return len(bodies) > 0
+	})
+	if bodies, _ := bodiesIn(t, c.other, retry); !slices.Equal(bodies, []string{"m0"}) {
+		t.Fatalf("the other group's pop-retry topic holds %q, want [m0]", bodies)
+	}
+	if inFlight(t, c.slave, group, topic, 0, 0) {
+		t.Fatal("m0 still in flight on the acting master after its revive at the new deadline: the master's checkpoint stayed")
+	}
+
+	// m1 moves to a minute; an ack with the new handle takes it out.
+	code, h, err := sc.ChangeInvisibleTime(ctx20(t), group, popped[1], time.Minute)
+	if err != nil || code != remoting.Success {
+		t.Fatalf("change of m1's invisible time on the acting master: %d %v, want SUCCESS", code, err)
+	}
+	if !inFlight(t, c.slave, group, topic, 0, 1) {
+		t.Fatal("m1 is not in flight on the acting master after the change")
+	}
+	moved := popped[1]
 	moved.Handle = h
 	if code, err := sc.Ack(ctx20(t), group, moved); err != nil || code != remoting.Success {
 		t.Fatalf("ack with the new handle: %d %v", code, err)
 	}
-	if inFlight(t, c.slave, group, topic, 0, 0) {
-		t.Fatal("m0 still in flight on the acting master after the ack with its new handle")
+	if inFlight(t, c.slave, group, topic, 0, 1) {
+		t.Fatal("m1 still in flight on the acting master after the ack with its new handle")
 	}
 
 	own := mustPop(t, sc, popclient.PopRequest{Group: group, Topic: topic, QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
-	if len(own.Messages) != 1 || string(own.Messages[0].Body) != "m1" {
-		t.Fatalf("pop on the acting master: %d messages, want m1", len(own.Messages))
+	if len(own.Messages) != 1 || string(own.Messages[0].Body) != "m2" {
+		t.Fatalf("pop on the acting master: %d messages, want m2", len(own.Messages))
 	}
 	if code, _, err := sc.ChangeInvisibleTime(ctx20(t), group, own.Messages[0], time.Minute); err != nil || code != remoting.SystemError {
 		t.Fatalf("change of invisible time of the acting master's own pop: %d %v, want SYSTEM_ERROR", code, err)
