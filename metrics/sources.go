@@ -27,10 +27,11 @@ type bound struct {
 	src *Sources        // nil: detached
 	ctx context.Context // the binding's, handed to the reads under mu
 
-	// cancelMu guards cancel, which set calls before it takes mu (the
-	// reads it cancels hold mu's read lock).
-	cancelMu sync.Mutex
-	cancel   context.CancelFunc
+	// setMu serializes set and guards cancel, the binding's cancel
+	// function, which set calls before it takes mu (the reads it
+	// cancels hold mu's read lock). Reads never take it.
+	setMu  sync.Mutex
+	cancel context.CancelFunc
 }
 
 // read calls f with the sources bound, under the read lock, so that
@@ -66,24 +67,18 @@ func readSource[T any](b *bound, pick func(s *Sources) func() T) (v T, ok bool) 
 // set binds src (nil detaches): it cancels the binding's context, then
 // waits for the reads in progress to return.
 func (b *bound) set(src *Sources) {
-	b.cancelMu.Lock()
+	b.setMu.Lock()
+	defer b.setMu.Unlock()
 	if b.cancel != nil {
 		b.cancel()
 	}
-	b.cancelMu.Unlock()
+	var ctx context.Context
+	b.cancel = nil
+	if src != nil {
+		ctx, b.cancel = context.WithCancel(context.Background())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var ctx context.Context
-	var cancel context.CancelFunc
-	if src != nil {
-		ctx, cancel = context.WithCancel(context.Background())
-	}
-	b.cancelMu.Lock()
-	if b.cancel != nil {
-		b.cancel() // a binding a concurrent set made after the cancel above
-	}
-	b.cancel = cancel
-	b.cancelMu.Unlock()
 	b.src, b.ctx = src, ctx
 }
 

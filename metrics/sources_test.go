@@ -168,6 +168,51 @@ func TestDetachCancelsALongLagComputation(t *testing.T) {
 	}
 }
 
+// Rebinds and Detaches that race each other and scrapes still cancel
+// the context of every binding they replace: once the last Detach
+// returns, no context a source was handed is left live.
+func TestConcurrentSetsCancelEveryBinding(t *testing.T) {
+	labels := map[string]string{"node_id": "b"}
+	var mu sync.Mutex
+	var handed []context.Context
+	src := Sources{Lags: func(ctx context.Context) []Lag {
+		mu.Lock()
+		handed = append(handed, ctx)
+		mu.Unlock()
+		return nil
+	}}
+	m := New(labels, src, UnitSuffixed)
+	scrapeOnce(m) // New's binding hands out a context, whatever the schedule below
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				switch (g + i) % 3 {
+				case 0:
+					if !m.Rebind(labels, src, UnitSuffixed) {
+						t.Error("Rebind refused sources of the same layout")
+					}
+				case 1:
+					m.Detach()
+				default:
+					scrapeOnce(m)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	m.Detach()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, ctx := range handed {
+		if ctx.Err() == nil {
+			t.Fatalf("the context handed to read %d of %d is live after Detach", i, len(handed))
+		}
+	}
+}
+
 // scrapeOnce runs one scrape of m's handler, without a listener.
 func scrapeOnce(m *Broker) string {
 	rec := httptest.NewRecorder()
