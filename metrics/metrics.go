@@ -500,39 +500,38 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	// Rebind replaces and Detach takes away; the layout says which
 	// they are.
 	has := func(bit uint32) bool { return m.layout.has&bit != 0 }
-	gauge := func(bit uint32, name, help string, cl prometheus.Labels, f func(s *Sources) int64) {
-		if !has(bit) {
-			return
+	// gauge registers, when the layout has bit, a gauge of the value get
+	// takes from the sources bound; a scrape without one (sources
+	// detached, or the source a Rebind left out, or without a value)
+	// leaves the gauge out.
+	gauge := func(bit uint32, name, help string, cl prometheus.Labels, get func(s *Sources) (int64, bool)) {
+		if has(bit) {
+			m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(name, help, nil, cl),
+				f: func() (int64, bool) { return readSource(&m.sources, get) }})
 		}
-		m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(name, help, nil, cl), f: func() (v int64, ok bool) {
-			ok = m.sources.read(func(s *Sources) bool { v = f(s); return true })
-			return v, ok
-		}})
 	}
-	maybe := func(bit uint32, name, help string, f func(s *Sources) (int64, bool)) {
-		if !has(bit) {
-			return
-		}
-		m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(name, help, nil, sc), f: func() (v int64, ok bool) {
-			m.sources.read(func(s *Sources) bool { v, ok = f(s); return ok })
-			return v, ok
-		}})
-	}
-	// A source a Rebind left out (nil) reads as none: the gauge is left
-	// out of the scrape.
 	gauge(hasPermission, names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", c,
-		func(s *Sources) int64 { return int64(s.BrokerPermission()) })
-	gauge(hasTopics, names.Name(TopicNumber), "Topics of the broker.", c, func(s *Sources) int64 { return int64(s.TopicCount()) })
+		func(s *Sources) (int64, bool) { return count(s.BrokerPermission) })
+	gauge(hasTopics, names.Name(TopicNumber), "Topics of the broker.", c,
+		func(s *Sources) (int64, bool) { return count(s.TopicCount) })
 	gauge(hasGroups, names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", c,
-		func(s *Sources) int64 { return int64(s.ConsumerGroupCount()) })
+		func(s *Sources) (int64, bool) { return count(s.ConsumerGroupCount) })
 	gauge(hasDispatch, names.Name(StorageDispatchBehind), "CommitLog bytes not yet indexed.", sc,
-		func(s *Sources) int64 { return s.DispatchBehindBytes() })
+		func(s *Sources) (int64, bool) { return count(s.DispatchBehindBytes) })
 	gauge(hasFlush, names.Name(StorageFlushBehind), "CommitLog bytes not yet flushed to disk.", sc,
-		func(s *Sources) int64 { return s.FlushBehindBytes() })
-	maybe(hasSize, names.Name(StorageSize), "Bytes used on the file system that holds the store (its size minus its free bytes).",
-		func(s *Sources) (int64, bool) { return s.StorageSize() })
-	maybe(hasReserve, names.Name(StorageReserveTime), "Milliseconds since the oldest message still stored was stored.",
-		func(s *Sources) (int64, bool) { return s.MessageReserveMillis() })
+		func(s *Sources) (int64, bool) { return count(s.FlushBehindBytes) })
+	gauge(hasSize, names.Name(StorageSize), "Bytes used on the file system that holds the store (its size minus its free bytes).", sc,
+		func(s *Sources) (int64, bool) { return optional(s.StorageSize) })
+	gauge(hasReserve, names.Name(StorageReserveTime), "Milliseconds since the oldest message still stored was stored.", sc,
+		func(s *Sources) (int64, bool) { return optional(s.MessageReserveMillis) })
+	gauge(hasDiverged, HADiverged, "1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", c,
+		func(s *Sources) (int64, bool) {
+			d, ok := always(s.Diverged)
+			if d {
+				return 1, ok
+			}
+			return 0, ok
+		})
 	if has(hasProducers) || has(hasConsumers) {
 		m.reg.MustRegister(&connections{src: &m.sources,
 			producers: prometheus.NewDesc(names.Name(ProducerConnections), "Live producer clients.",
@@ -545,33 +544,14 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		m.reg.MustRegister(&topicGauge{desc: prometheus.NewDesc(names.Name(HalfMessages),
 			"Transactions not yet ended (their half messages), by the topic their message is sent to.", []string{"topic"}, c),
 			src: func() []TopicMessages {
-				rows, _ := readSource(&m.sources, func(s *Sources) func() []TopicMessages { return s.HalfMessages })
+				rows, _ := readSource(&m.sources, func(s *Sources) ([]TopicMessages, bool) { return always(s.HalfMessages) })
 				return rows
-			}})
-	}
-	if has(hasDiverged) {
-		m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(HADiverged,
-			"1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", nil, c),
-			f: func() (v int64, ok bool) {
-				m.sources.read(func(s *Sources) bool {
-					if ok = s.Diverged != nil; ok && s.Diverged() {
-						v = 1
-					}
-					return ok
-				})
-				return v, ok
 			}})
 	}
 	if has(hasTimers) {
 		m.reg.MustRegister(&timerGauges{
-			src: func() (c TimerCensus, ok bool) {
-				m.sources.read(func(s *Sources) bool {
-					if s.Timers != nil {
-						c, ok = s.Timers()
-					}
-					return ok
-				})
-				return c, ok
+			src: func() (TimerCensus, bool) {
+				return readSource(&m.sources, func(s *Sources) (TimerCensus, bool) { return optional(s.Timers) })
 			},
 			enqueueLag: prometheus.NewDesc(names.Name(TimerEnqueueLag), "Timer messages stored and not yet indexed by the timer.", nil, sc),
 			enqueueLatency: prometheus.NewDesc(names.Name(TimerEnqueueLatency),
@@ -586,7 +566,7 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 		byQueue := []string{"queue_id"}
 		m.reg.MustRegister(&reviveGauges{
 			src: func() (ReviveBacklog, bool) {
-				return readSource(&m.sources, func(s *Sources) func() ReviveBacklog { return s.PopRevive })
+				return readSource(&m.sources, func(s *Sources) (ReviveBacklog, bool) { return always(s.PopRevive) })
 			},
 			lag: prometheus.NewDesc(names.Name(PopReviveLag),
 				"POP checkpoints due and not yet revived (a count, though RocketMQ declares the unit milliseconds).", byQueue, c),

@@ -52,16 +52,39 @@ func (b *bound) readContext(f func(ctx context.Context, s *Sources) bool) bool {
 	return f(b.ctx, b.src)
 }
 
-// readSource calls the source pick names among the sources bound: ok is
-// false, and v zero, when none are bound or that source is not set.
-func readSource[T any](b *bound, pick func(s *Sources) func() T) (v T, ok bool) {
+// readSource is the value get takes from the sources bound: ok is
+// false, and v zero, when none are bound or get finds no value (its
+// source not set, or without a value at this scrape).
+func readSource[T any](b *bound, get func(s *Sources) (T, bool)) (v T, ok bool) {
 	b.read(func(s *Sources) bool {
-		if f := pick(s); f != nil {
-			v, ok = f(), true
-		}
+		v, ok = get(s)
 		return ok
 	})
 	return v, ok
+}
+
+// always is the value of f, a source that always has one: ok is false
+// when f is not set (a Rebind left it out).
+func always[T any](f func() T) (v T, ok bool) {
+	if f == nil {
+		return v, false
+	}
+	return f(), true
+}
+
+// optional is the value of f, a source that may have none: ok is false
+// when f is not set or has none.
+func optional[T any](f func() (T, bool)) (v T, ok bool) {
+	if f == nil {
+		return v, false
+	}
+	return f()
+}
+
+// count is the value of f, a source that always has one, as a gauge's.
+func count[T int | int64](f func() T) (int64, bool) {
+	v, ok := always(f)
+	return int64(v), ok
 }
 
 // set binds src (nil detaches): it cancels the binding's context, then

@@ -62,6 +62,52 @@ func TestRebindKeepsCountersAndDetachStopsReads(t *testing.T) {
 	}
 }
 
+// A Rebind may leave out any source the first broker had: every gauge
+// read from sources is then left out of the scrape, none reads a source
+// that is not set.
+func TestRebindLeavingOutEverySource(t *testing.T) {
+	labels := map[string]string{"node_id": "b"}
+	full := Sources{
+		BrokerPermission:     func() int { return 6 },
+		TopicCount:           func() int { return 2 },
+		ConsumerGroupCount:   func() int { return 3 },
+		Producers:            func() []Connection { return nil },
+		Consumers:            func() []Connection { return nil },
+		DispatchBehindBytes:  func() int64 { return 4 },
+		FlushBehindBytes:     func() int64 { return 5 },
+		StorageSize:          func() (int64, bool) { return 7, true },
+		MessageReserveMillis: func() (int64, bool) { return 8, true },
+		Lags:                 func(context.Context) []Lag { return []Lag{{Group: "g", Topic: "T", Messages: 1}} },
+		Timers:               func() (TimerCensus, bool) { return TimerCensus{Waiting: 9}, true },
+		PopRevive:            func() ReviveBacklog { return ReviveBacklog{Due: 1} },
+		HalfMessages:         func() []TopicMessages { return []TopicMessages{{Topic: "T", Messages: 1}} },
+		Diverged:             func() bool { return false },
+	}
+	m := New(labels, full, UnitSuffixed)
+	gauges := []string{"rocketmq_broker_permission{", "rocketmq_topic_number{", "rocketmq_consumer_group_number{",
+		"rocketmq_storage_dispatch_behind_bytes{", "rocketmq_storage_flush_behind_bytes{", "rocketmq_storage_size_bytes{",
+		"rocketmq_storage_message_reserve_time_milliseconds{", "rocketmq_consumer_lag_messages{", "rocketmq_timer_dequeue_lag{",
+		"rocketmq_pop_revive_lag_milliseconds{", "rocketmq_half_messages{", "rocketkv_ha_diverged{"}
+	out := scrapeOnce(m)
+	for _, g := range gauges {
+		if !strings.Contains(out, g) {
+			t.Fatalf("the first scrape lacks %s:\n%s", g, out)
+		}
+	}
+	if !m.Rebind(labels, Sources{}, UnitSuffixed) {
+		t.Fatal("Rebind refused sources that lack some of the layout's")
+	}
+	if _, err := m.reg.Gather(); err != nil {
+		t.Fatalf("a scrape of the rebound sources fails: %v", err)
+	}
+	out = scrapeOnce(m)
+	for _, g := range gauges {
+		if strings.Contains(out, g) {
+			t.Errorf("a gauge whose source the rebind left out is scraped: %s", g)
+		}
+	}
+}
+
 // Rebind refuses sources New would serve other metrics for.
 func TestRebindRefusesAnotherLayout(t *testing.T) {
 	labels := map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}
