@@ -1129,10 +1129,11 @@ func designateMaster(t *testing.T, ctlAddr string, id int64) {
 // while the controller makes b the group's master, a following it, and
 // then a the master again with both in its sync state set; it returns
 // once the loop has stopped (on a failed wait too, before the test's end
-// stops the brokers). a leads at the call, b following it. The test
+// stops the brokers). a leads at the call, b following it; following,
+// when not nil, runs while a follows b, before a leads again. The test
 // fails when a leads again on the Broker it led with: no switch was
 // tested.
-func switchAwayAndBack(t *testing.T, ctlAddr string, a, b *ctlBroker, during func()) {
+func switchAwayAndBack(t *testing.T, ctlAddr string, a, b *ctlBroker, following, during func()) {
 	t.Helper()
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -1162,6 +1163,9 @@ func switchAwayAndBack(t *testing.T, ctlAddr string, a, b *ctlBroker, during fun
 	waitUntil(t, 60*time.Second, "the first broker to follow the second, back in the sync state set", func() bool {
 		return b.isMaster() && a.sup.role().running && !a.isMaster() && len(controllerSyncStateSet(t, b)) == 2
 	})
+	if following != nil {
+		following()
+	}
 	designateMaster(t, ctlAddr, a.sup.BrokerID())
 	waitUntil(t, 60*time.Second, "the first broker to lead again with both in sync", func() bool {
 		return a.isMaster() && len(a.sup.role().syncSet) == 2

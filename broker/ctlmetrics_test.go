@@ -39,8 +39,15 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 	in := func(text string) float64 {
 		return metricValue(t, text, "rocketmq_messages_in_total", `topic="TopicTest"`)
 	}
-	if got := in(testutil.Scrape(t, addr)); got != before {
+	text := testutil.Scrape(t, addr)
+	if got := in(text); got != before {
 		t.Fatalf("rocketmq_messages_in_total before the switches: %v, want %d", got, before)
+	}
+	// A master serves no rocketkv_ha_diverged, as a standalone one; the
+	// slave it becomes serves it, in the same metrics.
+	const diverged = "rocketkv_ha_diverged{"
+	if strings.Contains(text, diverged) {
+		t.Fatalf("the master's scrape shows rocketkv_ha_diverged:\n%s", text)
 	}
 	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool {
 		return len(a.sup.role().syncSet) == 2 && b.end() == a.end()
@@ -50,6 +57,19 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 	var scrapes int
 	var failed []string
 	switchAwayAndBack(t, ctlAddr, a, b, func() {
+		// While a follows b: the slave's scrape shows
+		// rocketkv_ha_diverged, with the counters a counted as master.
+		waitUntil(t, 20*time.Second, "the slave's scrape to show rocketkv_ha_diverged", func() bool {
+			text = testutil.Scrape(t, addr)
+			return strings.Contains(text, diverged)
+		})
+		if v := metricValue(t, text, "rocketkv_ha_diverged", `node_id="broker-a"`); v != 0 {
+			t.Fatalf("rocketkv_ha_diverged of the slave in sync: %v", v)
+		}
+		if got := in(text); got != before {
+			t.Fatalf("rocketmq_messages_in_total of the slave: %v, want the %d counted by the master", got, before)
+		}
+	}, func() {
 		scrapes++
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -68,13 +88,16 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 	if got := a.sup.Broker().MetricsAddr().String(); got != addr {
 		t.Fatalf("the exporter moved from %s to %s", addr, got)
 	}
-	text := testutil.Scrape(t, addr)
+	text = testutil.Scrape(t, addr)
 	if got := in(text); got != before {
 		t.Fatalf("rocketmq_messages_in_total after the switches: %v, want the %d counted before", got, before)
 	}
 	// The gauges read the running Broker: a master's permission, 6.
 	if got := metricValue(t, text, "rocketmq_broker_permission", `node_id="broker-a"`); got != 6 {
 		t.Fatalf("rocketmq_broker_permission after the switches: %v, want 6", got)
+	}
+	if strings.Contains(text, diverged) {
+		t.Fatalf("the master again shows rocketkv_ha_diverged:\n%s", text)
 	}
 	ca = dialCtl(t, a.addr())
 	for i := range after {

@@ -28,7 +28,7 @@ func TestHeartbeatReadsOffsetsAcrossSwitches(t *testing.T) {
 	var reads int
 	var back []int64
 	var last int64
-	switchAwayAndBack(t, ctlAddr, a, b, func() {
+	switchAwayAndBack(t, ctlAddr, a, b, nil, func() {
 		end, _ := a.sup.heartbeatOffsets()
 		reads++
 		if end < last {

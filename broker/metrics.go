@@ -146,12 +146,9 @@ func (b *Broker) startMetrics() error {
 	addr := net.JoinHostPort(host, strconv.Itoa(b.cfg.MetricsPromExporterPort))
 	if b.shared != nil {
 		// Controller mode: the process's metrics and exporter, which
-		// outlive this Broker (sharedMetrics). A master reports
-		// rocketkv_ha_diverged 0, so that a slave after it (which has
-		// the gauge) serves the same metrics and keeps the counters.
-		if src.Diverged == nil {
-			src.Diverged = func() bool { return false }
-		}
+		// outlive this Broker (sharedMetrics). A master has no Diverged
+		// source and serves no rocketkv_ha_diverged, as a standalone
+		// one; its metrics and a slave's are yet one layout (Rebind).
 		m, err := b.shared.metrics.bind(b, labels, src, names, addr, b.component("metrics"))
 		if err != nil {
 			return err

@@ -276,7 +276,9 @@ type Sources struct {
 	// by the topic their message is sent to (a series per topic with
 	// some); nil leaves it out, and so does enableTransactionMetrics=false.
 	HalfMessages func() []TopicMessages
-	// Diverged feeds rocketkv_ha_diverged (a slave's only).
+	// Diverged feeds rocketkv_ha_diverged, a slave's only: nil (a
+	// master's) leaves it out. It is no part of the layout (Rebind): a
+	// controller-mode master's metrics and its slave's are the same.
 	Diverged func() bool
 	// Off turns families of metrics off; the zero value serves them all.
 	Off Families
@@ -500,31 +502,34 @@ func New(labels map[string]string, src Sources, names Naming) *Broker {
 	// Rebind replaces and Detach takes away; the layout says which
 	// they are.
 	has := func(bit uint32) bool { return m.layout.has&bit != 0 }
-	// gauge registers, when the layout has bit, a gauge of the value get
-	// takes from the sources bound; a scrape without one (sources
-	// detached, or the source a Rebind left out, or without a value)
-	// leaves the gauge out.
-	gauge := func(bit uint32, name, help string, cl prometheus.Labels, get func(s *Sources) (int64, bool)) {
-		if has(bit) {
+	// gauge registers, when on, a gauge of the value get takes from the
+	// sources bound; a scrape without one (sources detached, or the
+	// source not set, or without a value) leaves the gauge out.
+	gauge := func(on bool, name, help string, cl prometheus.Labels, get func(s *Sources) (int64, bool)) {
+		if on {
 			m.reg.MustRegister(&maybeGauge{desc: prometheus.NewDesc(name, help, nil, cl),
 				f: func() (int64, bool) { return readSource(&m.sources, get) }})
 		}
 	}
-	gauge(hasPermission, names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", c,
+	gauge(has(hasPermission), names.Name(BrokerPermission), "brokerPermission: 4 read, 2 write.", c,
 		func(s *Sources) (int64, bool) { return count(s.BrokerPermission) })
-	gauge(hasTopics, names.Name(TopicNumber), "Topics of the broker.", c,
+	gauge(has(hasTopics), names.Name(TopicNumber), "Topics of the broker.", c,
 		func(s *Sources) (int64, bool) { return count(s.TopicCount) })
-	gauge(hasGroups, names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", c,
+	gauge(has(hasGroups), names.Name(ConsumerGroupNumber), "Subscription groups of the broker.", c,
 		func(s *Sources) (int64, bool) { return count(s.ConsumerGroupCount) })
-	gauge(hasDispatch, names.Name(StorageDispatchBehind), "CommitLog bytes not yet indexed.", sc,
+	gauge(has(hasDispatch), names.Name(StorageDispatchBehind), "CommitLog bytes not yet indexed.", sc,
 		func(s *Sources) (int64, bool) { return count(s.DispatchBehindBytes) })
-	gauge(hasFlush, names.Name(StorageFlushBehind), "CommitLog bytes not yet flushed to disk.", sc,
+	gauge(has(hasFlush), names.Name(StorageFlushBehind), "CommitLog bytes not yet flushed to disk.", sc,
 		func(s *Sources) (int64, bool) { return count(s.FlushBehindBytes) })
-	gauge(hasSize, names.Name(StorageSize), "Bytes used on the file system that holds the store (its size minus its free bytes).", sc,
+	gauge(has(hasSize), names.Name(StorageSize), "Bytes used on the file system that holds the store (its size minus its free bytes).", sc,
 		func(s *Sources) (int64, bool) { return optional(s.StorageSize) })
-	gauge(hasReserve, names.Name(StorageReserveTime), "Milliseconds since the oldest message still stored was stored.", sc,
+	gauge(has(hasReserve), names.Name(StorageReserveTime), "Milliseconds since the oldest message still stored was stored.", sc,
 		func(s *Sources) (int64, bool) { return optional(s.MessageReserveMillis) })
-	gauge(hasDiverged, HADiverged, "1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", c,
+	// Registered whatever the sources: a master has none and serves no
+	// series, as RocketMQ's brokers export no such metric, and the slave
+	// it may become in controller mode (which has one) serves the same
+	// layout, so that the Rebind of a role switch keeps the counters.
+	gauge(true, HADiverged, "1 while this slave refuses to replicate: its CommitLog holds records its master does not have.", c,
 		func(s *Sources) (int64, bool) {
 			d, ok := always(s.Diverged)
 			if d {

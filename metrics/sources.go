@@ -120,7 +120,6 @@ const (
 	hasTimers
 	hasRevive
 	hasHalf
-	hasDiverged
 )
 
 // layout is what New registers for a set of constant labels, names and
@@ -148,7 +147,7 @@ func layoutOf(labels map[string]string, src *Sources, names Naming) layout {
 		hasFlush: src.FlushBehindBytes != nil, hasSize: src.StorageSize != nil,
 		hasReserve: src.MessageReserveMillis != nil, hasLags: src.Lags != nil,
 		hasTimers: src.Timers != nil, hasRevive: src.PopRevive != nil,
-		hasHalf: src.HalfMessages != nil, hasDiverged: src.Diverged != nil,
+		hasHalf: src.HalfMessages != nil,
 	} {
 		if on {
 			has |= bit

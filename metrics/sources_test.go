@@ -108,6 +108,34 @@ func TestRebindLeavingOutEverySource(t *testing.T) {
 	}
 }
 
+// A master's metrics (no Diverged source) show no rocketkv_ha_diverged,
+// as a standalone master's, and are yet the layout of the slave it may
+// switch to in controller mode: a Rebind either way keeps the counters
+// and shows the gauge only while the sources have it.
+func TestDivergedIsNoPartOfTheLayout(t *testing.T) {
+	labels := map[string]string{"node_id": "b"}
+	master := Sources{BrokerPermission: func() int { return 6 }}
+	slave := Sources{BrokerPermission: func() int { return 4 }, Diverged: func() bool { return false }}
+	m := New(labels, master, UnitSuffixed)
+	m.In("t", TypeNormal, false, 3, 300)
+	const diverged = "rocketkv_ha_diverged"
+	if out := scrape(t, m); strings.Contains(out, diverged) {
+		t.Fatalf("a master's scrape shows %s:\n%s", diverged, out)
+	}
+	for i, next := range []Sources{slave, master} {
+		if !m.Rebind(labels, next, UnitSuffixed) {
+			t.Fatalf("switch %d: Rebind refused the other role's sources", i)
+		}
+		out := scrape(t, m)
+		if got, want := strings.Contains(out, diverged+`{node_id="b"} 0`), next.Diverged != nil; got != want {
+			t.Fatalf("switch %d: scrape shows %s: %v, want %v:\n%s", i, diverged, got, want, out)
+		}
+		if in := `rocketmq_messages_in_total{is_system="false",message_type="normal",node_id="b",topic="t"} 3`; !strings.Contains(out, in) {
+			t.Fatalf("switch %d: the counters did not carry over, scrape lacks %s:\n%s", i, in, out)
+		}
+	}
+}
+
 // Rebind refuses sources New would serve other metrics for.
 func TestRebindRefusesAnotherLayout(t *testing.T) {
 	labels := map[string]string{"cluster": "c1", "node_type": "broker", "node_id": "b"}
