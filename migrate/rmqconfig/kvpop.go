@@ -31,12 +31,16 @@ const popStateCF = "popState"
 // PopRecord is one message in flight of RocketMQ's KV POP
 // (PopConsumerRecord): popped by Group from Topic's queue QueueID at
 // Offset and neither acked nor revived yet. Topic is the topic the
-// message was read from: a pop-retry topic for a retried message (then
-// RetryFlag is 1 for a %RETRY%<group>_<topic> name, 2 for a
-// %RETRY%<group>+<topic> one), and Offset is an offset of that topic's
-// queue. RocketMQ's revive re-puts the message found there, once
-// VisibleAt (popTime + invisibleTime) has passed, into the group's
-// pop-retry topic with reconsumeTimes + 1.
+// message was read from: a pop-retry topic for a retried message, and
+// Offset is an offset of that topic's queue. RocketMQ's revive re-puts
+// the message found there, once VisibleAt (popTime + invisibleTime) has
+// passed, into the group's pop-retry topic with reconsumeTimes + 1.
+//
+// The record's retryFlag is not read: RocketMQ writes it at a pop (1 or
+// 2 for a pop-retry topic) but 0 whatever the topic when it rewrites the
+// record at a change of invisible time, and its revive tells a retried
+// message by its topic's name alone. The import does the same
+// (pop.RetryFlagOf of Topic).
 type PopRecord struct {
 	Group, Topic string
 	QueueID      int32
@@ -48,21 +52,20 @@ type PopRecord struct {
 	// VisibleAt is the record's deadline (ms since the epoch): PopTime +
 	// InvisibleTime, the first field of its key.
 	VisibleAt int64
-	RetryFlag uint8
 	// AttemptTimes counts the revives of the record that failed.
 	AttemptTimes int32
 	// AttemptID is the pop request's attemptId ("" when it had none).
 	AttemptID string
 }
 
-// popRecordJSON is PopConsumerRecord as fastjson writes it; the pointers
-// tell a field left out from a zero.
+// popRecordJSON is PopConsumerRecord as fastjson writes it, but for its
+// retryFlag (see PopRecord); the pointers tell a field left out from a
+// zero.
 type popRecordJSON struct {
 	PopTime       *int64  `json:"popTime"`
 	GroupID       *string `json:"groupId"`
 	TopicID       *string `json:"topicId"`
 	QueueID       *int32  `json:"queueId"`
-	RetryFlag     int32   `json:"retryFlag"`
 	InvisibleTime *int64  `json:"invisibleTime"`
 	Offset        *int64  `json:"offset"`
 	AttemptTimes  int32   `json:"attemptTimes"`
@@ -118,12 +121,9 @@ func DecodePopRecord(key, value []byte) (PopRecord, error) {
 		return PopRecord{}, fmt.Errorf("negative queueId %d or offset %d", r.QueueID, r.Offset)
 	case r.PopTime < 0 || r.InvisibleTime < 0 || r.PopTime > (1<<62) || r.InvisibleTime > (1<<62):
 		return PopRecord{}, fmt.Errorf("popTime %d or invisibleTime %d out of range", r.PopTime, r.InvisibleTime)
-	case v.RetryFlag < 0 || v.RetryFlag > 2:
-		return PopRecord{}, fmt.Errorf("retryFlag %d is not 0, 1 or 2", v.RetryFlag)
 	case r.AttemptTimes < 0:
 		return PopRecord{}, fmt.Errorf("negative attemptTimes %d", r.AttemptTimes)
 	}
-	r.RetryFlag = uint8(v.RetryFlag)
 	r.VisibleAt = r.PopTime + r.InvisibleTime
 	if want := PopRecordKey(r); !bytes.Equal(key, want) {
 		return PopRecord{}, fmt.Errorf("key %x is not the one its value gives (%x: deadline %d, %s@%s@%d@%d)",
