@@ -142,40 +142,50 @@ const refusalWay = "on the RocketMQ broker run mqadmin exportPopRecord -b <its a
 // error wrapping ErrRocksDBPopState that names the directory (and the
 // record) and the way out: messages in flight are never left out.
 func ReadPopState(root string) ([]PopRecord, error) {
+	var out []PopRecord
+	if err := scanPopState(root, func(r PopRecord) { out = append(out, r) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scanPopState calls each with every record of root's KVPopDir, in key
+// order, as ReadPopState reads them; it stops at the first error
+// ReadPopState returns (each may have been called for the records
+// before it).
+func scanPopState(root string, each func(PopRecord)) error {
 	dir := filepath.Join(root, KVPopDir)
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil
+		return nil
 	case err != nil:
-		return nil, fmt.Errorf("look for RocketMQ's KV POP state in %s: %w", dir, err)
+		return fmt.Errorf("look for RocketMQ's KV POP state in %s: %w", dir, err)
 	case len(entries) == 0:
-		return nil, nil
+		return nil
 	}
 	db, err := rocksread.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s cannot be read (%v); "+refusalWay, ErrRocksDBPopState, dir, err, dir)
+		return fmt.Errorf("%w: %s cannot be read (%v); "+refusalWay, ErrRocksDBPopState, dir, err, dir)
 	}
 	defer db.Close()
-	var out []PopRecord
 	err = db.Scan(popStateCF, func(k, v []byte) error {
 		r, err := DecodePopRecord(k, v)
 		if err != nil {
 			return fmt.Errorf("%w: %s holds a record that does not decode (key %x, value %q): %v; "+refusalWay,
 				ErrRocksDBPopState, dir, k, truncated(v), err, dir)
 		}
-		out = append(out, r)
+		each(r)
 		return nil
 	})
 	switch {
-	case errors.Is(err, rocksread.ErrNoColumnFamily):
-		return nil, nil
+	case err == nil, errors.Is(err, rocksread.ErrNoColumnFamily):
+		return nil
 	case errors.Is(err, ErrRocksDBPopState):
-		return nil, err
-	case err != nil:
-		return nil, fmt.Errorf("%w: %s cannot be read (%v); "+refusalWay, ErrRocksDBPopState, dir, err, dir)
+		return err
+	default:
+		return fmt.Errorf("%w: %s cannot be read (%v); "+refusalWay, ErrRocksDBPopState, dir, err, dir)
 	}
-	return out, nil
 }
 
 // truncated shortens a value for an error message.
@@ -193,7 +203,12 @@ func truncated(v []byte) string {
 // error wrapping ErrRocksDBPopState) a directory that cannot be read or a
 // record that does not decode, as the first open does before anything is
 // imported.
+//
+// It counts the records as it reads them, holding none.
 func CheckPopState(root string) (int, error) {
-	records, err := ReadPopState(root)
-	return len(records), err
+	n := 0
+	if err := scanPopState(root, func(PopRecord) { n++ }); err != nil {
+		return 0, err
+	}
+	return n, nil
 }

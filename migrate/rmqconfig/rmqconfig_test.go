@@ -380,13 +380,17 @@ func TestCheckPopState(t *testing.T) {
 		!strings.Contains(err.Error(), "cannot be read") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("kvStore/ with a database that cannot be read: %v", err)
 	}
-	for name, want := range map[string]int{"inflight": 2, "drained": 0} {
+	for name, want := range map[string]int{"inflight": 2, "drained": 0, "pending": 2} {
 		root := t.TempDir()
 		if err := os.CopyFS(filepath.Join(root, KVPopDir), os.DirFS(filepath.Join("testdata", "kvstore", name))); err != nil {
 			t.Fatal(err)
 		}
 		if n, err := CheckPopState(root); err != nil || n != want {
 			t.Errorf("%s: %d records, %v; want %d", name, n, err, want)
+		}
+		// The count is that of the records the import reads.
+		if records, err := ReadPopState(root); err != nil || len(records) != want {
+			t.Errorf("%s: ReadPopState read %d records, %v; want %d", name, len(records), err, want)
 		}
 	}
 }
