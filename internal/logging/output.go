@@ -32,13 +32,8 @@ import (
 // the redirected file, which nothing rolls, until the disk is full, the
 // very thing the log file's rolling prevents.
 type Output struct {
-	w      io.Writer
-	file   *fileWriter
-	lock   io.Closer
+	file   *fileWriter // nil: the lines go to stderr
 	stderr io.Writer
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // OpenOutput opens binary's log output from cfg: stderr itself when
@@ -50,7 +45,7 @@ type Output struct {
 // is an error naming the file.
 func OpenOutput(binary string, cfg configs.LogFile, stderr io.Writer) (*Output, error) {
 	if cfg.Dir == "" {
-		return &Output{w: stderr, stderr: stderr}, nil
+		return &Output{stderr: stderr}, nil
 	}
 	dir, err := expandHome(cfg.Dir)
 	if err != nil {
@@ -95,8 +90,8 @@ func OpenOutput(binary string, cfg configs.LogFile, stderr io.Writer) (*Output, 
 		return nil, errors.Join(fmt.Errorf("logDir: open the log file %s: %w", path, err), lock.Close())
 	}
 	fmt.Fprintf(stderr, "%s: logging to %s\n", binary, path)
-	fw := &fileWriter{file: roller, path: path, binary: binary, stderr: stderr}
-	return &Output{w: fw, file: fw, lock: lock, stderr: stderr}, nil
+	fw := &fileWriter{file: roller, lock: lock, path: path, binary: binary, stderr: stderr}
+	return &Output{file: fw, stderr: stderr}, nil
 }
 
 // expandHome replaces a leading ~ of dir with the home directory, as a
@@ -113,7 +108,12 @@ func expandHome(dir string) (string, error) {
 }
 
 // Writer is what the binary's loggers write to.
-func (o *Output) Writer() io.Writer { return o.w }
+func (o *Output) Writer() io.Writer {
+	if o.file == nil {
+		return o.stderr
+	}
+	return o.file
+}
 
 // Path is the log file's path, or "" when the lines go to stderr.
 func (o *Output) Path() string {
@@ -169,8 +169,7 @@ func (o *Output) Close() error {
 	if o.file == nil {
 		return nil
 	}
-	o.closeOnce.Do(func() { o.closeErr = errors.Join(o.file.close(), o.lock.Close()) })
-	return o.closeErr
+	return o.file.close()
 }
 
 // fileWriter writes log lines to the rolled file. A line whose write fails
@@ -179,13 +178,17 @@ func (o *Output) Close() error {
 // its own complaint; stderr is told once when the writes start failing
 // and once when they succeed again.
 type fileWriter struct {
-	mu      sync.Mutex
-	file    io.WriteCloser
+	mu   sync.Mutex
+	file io.WriteCloser
+	// lock is held on <path>.lock while the file is open (OpenOutput).
+	lock    io.Closer
 	path    string
 	binary  string
 	stderr  io.Writer
 	failing bool
 	closed  bool
+	// closeErr is what close returned, for the closes after it.
+	closeErr error
 }
 
 // Write implements io.Writer for one log line.
@@ -214,13 +217,18 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// close closes the file; the lines written after it go to stderr.
+// close closes the file, then releases its lock; the lines written after
+// it go to stderr. A second close returns the first's error.
 func (w *fileWriter) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return w.closeErr
+	}
 	w.closed = true
 	if err := w.file.Close(); err != nil {
-		return fmt.Errorf("close the log file %s: %w", w.path, err)
+		w.closeErr = fmt.Errorf("close the log file %s: %w", w.path, err)
 	}
-	return nil
+	w.closeErr = errors.Join(w.closeErr, w.lock.Close())
+	return w.closeErr
 }

@@ -317,13 +317,20 @@ func (f *failingFile) Write(p []byte) (int, error) {
 
 func (f *failingFile) Close() error { return nil }
 
+// countedLock counts its releases.
+type countedLock struct{ closes int }
+
+func (l *countedLock) Close() error { l.closes++; return nil }
+
 // Stderr is told once when writes start failing and once when they work
 // again; each line is in the file or on stderr. After the close, lines go
-// to stderr.
+// to stderr; the close releases the file's lock, once however often it
+// is called.
 func TestWriteFailureAndRecovery(t *testing.T) {
 	var stderr bytes.Buffer
 	file := &failingFile{}
-	w := &fileWriter{file: file, path: "/logs/broker.log", binary: "broker", stderr: &stderr}
+	lock := &countedLock{}
+	w := &fileWriter{file: file, lock: lock, path: "/logs/broker.log", binary: "broker", stderr: &stderr}
 	write := func(s string) {
 		if n, err := w.Write([]byte(s + "\n")); err != nil || n != len(s)+1 {
 			t.Fatalf("write %q: %d, %v", s, n, err)
@@ -335,8 +342,13 @@ func TestWriteFailureAndRecovery(t *testing.T) {
 	write("c")
 	file.fail = false
 	write("d")
-	if err := w.close(); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if err := w.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lock.closes != 1 {
+		t.Fatalf("the lock was released %d times, want 1", lock.closes)
 	}
 	write("e")
 	if file.String() != "a\nd\n" {
