@@ -773,6 +773,10 @@ func TestControllerModeMinInSyncReplicas(t *testing.T) {
 			t.Fatalf("the end of rolled-back %s: %+v ok %v err %v; want a rollback recorded", h.uniq, ended, ok, err)
 		}
 	}
+	// GET_MAX_OFFSET counts what the dispatcher indexed, which may run
+	// behind the answers: waited for, not read at once (a loaded machine
+	// showed one op message of the two).
+	waitUntil(t, 20*time.Second, "the two rollbacks' op messages", func() bool { return maxOffset(meta.TransOpHalfTopic) >= 2 })
 	if got := maxOffset(meta.TransOpHalfTopic); got != 2 {
 		t.Fatalf("%s holds %d op messages after two rollbacks on a master alone in its set, want 2", meta.TransOpHalfTopic, got)
 	}
