@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rs/zerolog"
 )
 
@@ -22,16 +24,20 @@ import (
 // switch, a slave's role) waits for the next, up to wait, and is closed
 // past it, as the gate keeps a request (handlerGate).
 //
-// Goroutines: the accept loop, from start to close.
+// Goroutines: the accept loop (ha.AcceptLoop), from start to close.
 type haPort struct {
-	ln   net.Listener
-	log  zerolog.Logger
-	wait time.Duration // how long a connection waits for a lease
+	ln     net.Listener
+	log    zerolog.Logger
+	wait   time.Duration      // how long a connection waits for a lease
+	cancel context.CancelFunc // ends the accept loop, its pause too
 
 	mu     sync.Mutex
 	cur    *haLease
 	parked map[net.Conn]*time.Timer // waiting for a lease
 	closed bool
+	// afterFunc starts a parked connection's timer (time.AfterFunc;
+	// tests run the callbacks when they choose).
+	afterFunc func(time.Duration, func()) *time.Timer
 
 	done chan struct{} // closed when the accept loop returned
 }
@@ -50,37 +56,33 @@ func listenHA(addr string, wait time.Duration, log zerolog.Logger) (*haPort, err
 	if err != nil {
 		return nil, fmt.Errorf("listen on the HA port %s (haListenPort): %w", addr, err)
 	}
-	if wait <= 0 {
-		wait = defaultSwitchWait
-	}
-	p := &haPort{ln: ln, log: log, wait: wait, parked: map[net.Conn]*time.Timer{}, done: make(chan struct{})}
-	go p.accept()
+	p := serveHA(ln, wait, log, 0)
 	log.Info().Stringer("addr", ln.Addr()).Msg("HA port listening; each master role serves it")
 	return p, nil
 }
 
+// serveHA runs the HA port on ln, which it owns from now on: a
+// connection waits up to wait for a lease (defaultSwitchWait when not
+// positive), and a failed accept is retried after a pause of up to
+// maxPause (ha.AcceptLoop's own bound when zero; tests set one no test
+// could sit out, to see that close ends it).
+func serveHA(ln net.Listener, wait time.Duration, log zerolog.Logger, maxPause time.Duration) *haPort {
+	if wait <= 0 {
+		wait = defaultSwitchWait
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &haPort{ln: ln, log: log, wait: wait, cancel: cancel, parked: map[net.Conn]*time.Timer{},
+		afterFunc: time.AfterFunc, done: make(chan struct{})}
+	loop := ha.AcceptLoop{Listener: ln, Log: log, Handle: p.hand, MaxPause: maxPause}
+	go func() {
+		defer close(p.done)
+		loop.Run(ctx)
+	}()
+	return p
+}
+
 // Addr is the port's address.
 func (p *haPort) Addr() net.Addr { return p.ln.Addr() }
-
-// accept takes every connection until close and hands it on.
-func (p *haPort) accept() {
-	defer close(p.done)
-	var pause time.Duration
-	for {
-		conn, err := p.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			p.log.Error().Err(err).Dur("retryIn", pause).Msg("HA port: accept failed; accepting again after a pause")
-			time.Sleep(pause)
-			continue
-		}
-		pause = 0
-		p.hand(conn)
-	}
-}
 
 // hand gives conn to the lease in force, or parks it until the next one
 // (closing it past p.wait).
@@ -114,7 +116,7 @@ func (p *haPort) parkLocked(conn net.Conn) {
 	// new timer while this one's callback waits for p.mu. t is set
 	// before the callback can take p.mu, which the caller holds.
 	var t *time.Timer
-	t = time.AfterFunc(p.wait, func() {
+	t = p.afterFunc(p.wait, func() {
 		p.mu.Lock()
 		ok := p.parked[conn] == t
 		if ok {
@@ -167,6 +169,7 @@ func (p *haPort) close() error {
 	}
 	clear(p.parked)
 	p.mu.Unlock()
+	p.cancel() // before the listener's close: it ends a pause after a failed accept
 	err := p.ln.Close()
 	<-p.done
 	if errors.Is(err, net.ErrClosed) {
