@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,4 +126,121 @@ func TestHAPortClosesAConnectionNoLeaseTakes(t *testing.T) {
 	if _, err := c.Read(make([]byte, 1)); err == nil || (errors.As(err, &ne) && ne.Timeout()) {
 		t.Fatalf("read from a connection no lease took: %v, want it closed", err)
 	}
+}
+
+// emfileListener fails every Accept as a process out of file
+// descriptors does, reporting each on calls, until it is closed.
+type emfileListener struct {
+	net.Listener
+	calls chan struct{}
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	select {
+	case l.calls <- struct{}{}:
+	default:
+	}
+	return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: syscall.EMFILE}
+}
+
+// The HA port's close ends the pause its accept loop takes after a
+// failed accept (here an hour, past the hang guard) rather than
+// sleeping it out: a Supervisor's Shutdown waited up to a second.
+func TestHAPortCloseEndsTheAcceptPause(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &emfileListener{Listener: inner, calls: make(chan struct{}, 1)}
+	p := serveHA(ln, time.Hour, zerolog.Nop(), time.Hour)
+	select {
+	case <-ln.calls:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("the HA port did not accept")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatalf("close: %v", err)
+		}
+	case <-time.After(time.Minute): // a hang guard
+		t.Fatal("the HA port's close waited out the pause after a failed accept")
+	}
+	if c, err := net.Dial("tcp", inner.Addr().String()); err == nil {
+		_ = c.Close()
+		t.Fatal("the closed HA port's listener accepts connections")
+	}
+}
+
+// parkTimers replaces p's parking timers with ones the test fires: each
+// parking gets a real timer that never runs out (so Stop works as in
+// production), and its callback is kept to run at the moment the test
+// picks.
+func parkTimers(p *haPort) (fire func(i int), count func() int) {
+	var mu sync.Mutex
+	var callbacks []func()
+	p.mu.Lock()
+	p.afterFunc = func(_ time.Duration, f func()) *time.Timer {
+		mu.Lock()
+		callbacks = append(callbacks, f)
+		mu.Unlock()
+		return time.AfterFunc(time.Hour, f)
+	}
+	p.mu.Unlock()
+	fire = func(i int) {
+		mu.Lock()
+		f := callbacks[i]
+		mu.Unlock()
+		f()
+	}
+	count = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(callbacks)
+	}
+	return fire, count
+}
+
+// A connection that waited for a lease, was handed to one and parked
+// again when the lease closed before its server accepted it, waits its
+// full wait again: the timer of its first parking, which ran out while
+// the lease held the port's lock (too late for lease's Stop), does not
+// close it (it closed it, a slave dialling a broker in the middle of two
+// switches was dropped).
+func TestHAPortTimerOfAnEarlierParkingLeavesTheConnection(t *testing.T) {
+	p, err := listenHA("127.0.0.1:0", time.Hour, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.close() }()
+	fire, count := parkTimers(p)
+
+	c := dialHA(t, p) // no lease: parked under the first timer
+	waitUntil(t, 30*time.Second, "the connection to be parked", func() bool { return count() == 1 })
+	l, err := p.lease() // takes it; the first timer's Stop is too late when it ran out
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil { // before its server accepted it: parked again
+		t.Fatal(err)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d parkings, want 2 (the lease's close parks the connection again)", n)
+	}
+	// The first timer's callback, which had waited for the lock all
+	// along, runs now.
+	fire(0)
+	next, err := p.lease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	srv := acceptGuarded(t, next)
+	echoOnce(t, c, srv)
+	// Nor does the second timer, run now that a lease took the
+	// connection.
+	fire(1)
+	echoOnce(t, c, srv)
 }
