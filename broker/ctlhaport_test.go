@@ -1,11 +1,13 @@
 package broker
 
 import (
-	"github.com/rocketkv/rocketkv/configs"
 	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rocketkv/rocketkv/configs"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
 // A controller-mode broker keeps its HA port open through a switch: a
@@ -14,8 +16,19 @@ import (
 // refused client tried again only after 5 s) but served by the master
 // Broker's AutoSwitch server once it starts.
 func TestControllerModeSwitchKeepsTheHAPort(t *testing.T) {
+	// A run of this test once hung to go test's timeout on a loaded
+	// machine, its stacks lost: the guard, its cleanup the last to run,
+	// covers the brokers' shutdowns too and prints every goroutine's
+	// stack.
+	testutil.HangGuard(t, 5*time.Minute)
 	ctlAddr, a, b := newCtlGroup(t, nil)
 	haAddr := "127.0.0.1:" + b.settings["haListenPort"]
+	// The connection made during the switch waits for the master
+	// Broker's server up to the switch wait (1 s by default), which a
+	// loaded machine's switch outlasted: the port then closed it, as it
+	// should, and the test failed. A long wait keeps the test about the
+	// port staying open.
+	b.supervise = func(s *Supervisor) { s.switchWait = time.Minute }
 	type dialled struct {
 		conn net.Conn
 		err  error
