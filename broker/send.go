@@ -215,9 +215,9 @@ func (b *Broker) processSend(ctx context.Context, conn *remoting.Conn, req *remo
 		if b.current().RejectTransactionMessage {
 			return fail(remoting.NoPermission, "the broker[%s] sending transaction message is forbidden", b.announcedHost())
 		}
-		if _, err := b.topics.ensureSystemTopic(meta.TransHalfTopic, 1, meta.PermRead|meta.PermWrite); err != nil {
-			return fail(remoting.SystemError, "create the half topic: %v", err)
-		}
+		// The half topic exists: every start creates it (topicManager's
+		// ensureSystemTopics, as RocketMQ's TopicConfigManager) and no
+		// admin request deletes it (systemTopicRefusal).
 	}
 	topic := h.topic
 	reconsume := h.reconsumeTimes

@@ -10,6 +10,8 @@ import (
 
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/migrate/rmqpop"
+	"github.com/rocketkv/rocketkv/namesrv"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -114,6 +116,11 @@ func lmqTopicConfig(topic string) meta.TopicConfig {
 	return tc
 }
 
+// topicConfigDefaultQueueNums is the queue count of a RocketMQ
+// TopicConfig that sets none (its defaultReadQueueNums and
+// defaultWriteQueueNums).
+const topicConfigDefaultQueueNums = 16
+
 // benchmarkTopic is RocketMQ's RMQ_SYS_BENCHMARK_TOPIC, created at start
 // with benchmarkQueueNums queues as RocketMQ's TopicConfigManager does.
 const (
@@ -122,7 +129,15 @@ const (
 )
 
 // ensureSystemTopics creates the topics RocketMQ's broker creates at start
-// when they are missing.
+// (TopicConfigManager's constructor) when they are missing, with its
+// queue counts and permissions: besides those above, the cluster's revive
+// topic (which rocketkv writes to only for POP_ROLLBACK: its checkpoints
+// live in the index), the topic whose route tells an acting-master
+// group's members about each other (compatibleWithOldNameSrv), the two
+// transaction topics, and under timerWheelEnable the timer's topic, so
+// that topic lists and routes show what RocketMQ's do. A topic that
+// exists keeps its config, as RocketMQ's stored topics replace the ones
+// it makes at start.
 func (m *topicManager) ensureSystemTopics() error {
 	cfg := m.b.cfg
 	want := []meta.TopicConfig{
@@ -132,12 +147,26 @@ func (m *topicManager) ensureSystemTopics() error {
 		meta.NewTopicConfig(m.b.replyTopic(), 1),
 		// The default topic of RocketMQ's benchmark producer.
 		meta.NewTopicConfig(benchmarkTopic, benchmarkQueueNums),
+		// RocketMQ gives it reviveQueueNum queues; that key is inert
+		// here and its default is the count rocketkv uses.
+		meta.NewTopicConfig(rmqpop.TopicPrefix+cfg.BrokerClusterName, reviveQueueNum),
+		meta.NewTopicConfig(meta.TransHalfTopic, 1),
+		meta.NewTopicConfig(meta.TransOpHalfTopic, 1),
+	}
+	// Inheritable only: neither read nor written, only routed.
+	members := meta.NewTopicConfig(namesrv.SyncBrokerMemberGroupPrefix+cfg.BrokerName, 1)
+	members.Perm = meta.PermInherit
+	want = append(want, members)
+	if cfg.TimerWheelEnable {
+		want = append(want, meta.NewTopicConfig(meta.TimerTopic, 1))
 	}
 	// The topics named after the cluster and the broker (templates of
 	// topics created on send) are readable and writable only with
 	// clusterTopicEnable and brokerTopicEnable; RocketMQ sets their
 	// permission at each start.
-	cluster := meta.NewTopicConfig(cfg.BrokerClusterName, 1)
+	// The cluster's topic keeps the queue count of RocketMQ's TopicConfig
+	// (16), which its TopicConfigManager does not set; the broker's has 1.
+	cluster := meta.NewTopicConfig(cfg.BrokerClusterName, topicConfigDefaultQueueNums)
 	cluster.Perm = nameTopicPerm(cfg.ClusterTopicEnable)
 	brokerT := meta.NewTopicConfig(cfg.BrokerName, 1)
 	brokerT.Perm = nameTopicPerm(cfg.BrokerTopicEnable)
