@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -583,4 +584,118 @@ func DecodeMemberGroup(body []byte) (map[int64]string, error) {
 		return map[int64]string{}, nil
 	}
 	return wire.BrokerMemberGroup.BrokerAddrs, nil
+}
+
+// HeartbeatViaDataVersion renews the broker's registration with every
+// available name server by a oneway QUERY_DATA_VERSION whose body is dv,
+// the data version of the broker's topics, each sent within timeout
+// (sendHeartbeatTimeoutMillis): RocketMQ's broker heartbeats so under
+// enableSlaveActingMaster with compatibleWithOldNameSrv
+// (BrokerOuterAPI.sendHeartbeatViaDataVersion). Every name server serves
+// that request, a 4.x one too, which has no BROKER_HEARTBEAT, and renews
+// the broker whatever the version says; the answer is not waited for.
+// The error joins the failures to send.
+func (r *Registrar) HeartbeatViaDataVersion(ctx context.Context, info BrokerInfo, dv DataVersion, timeout time.Duration) error {
+	avail := r.Available()
+	if len(r.NameServers()) == 0 {
+		return ErrNoNameServer
+	}
+	h := info.header()
+	body := dv.appendJSON(nil)
+	results := r.each(ctx, avail, func(ctx context.Context, addr string) Registration {
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, timeout)
+			defer cancel()
+		}
+		err := r.pool.InvokeOneway(ctx, addr, remoting.NewRequest(remoting.QueryDataVersion, h, body))
+		if err != nil {
+			err = fmt.Errorf("heartbeat by data version at %s: %w", addr, err)
+		}
+		return Registration{NameServer: addr, Err: err}
+	})
+	var errs []error
+	for _, res := range results {
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MemberGroupFromRoute is MemberGroup for name servers without
+// GET_BROKER_MEMBER_GROUP (RocketMQ 4.x), as RocketMQ's broker asks under
+// compatibleWithOldNameSrv (BrokerOuterAPI.getBrokerMemberGroupCompatible):
+// the members are the addresses of the BrokerData of cluster and
+// brokerName in the route of SyncBrokerMemberGroupPrefix+brokerName
+// (GET_ROUTEINFO_BY_TOPIC), a topic every broker of the group creates at
+// start and registers. The available name servers are asked in turn,
+// each within timeout; the first route answered gives the members, none
+// when it has no BrokerData of the group. A name server without the
+// route (TOPIC_NOT_EXIST: it knows no member yet) is passed over, and
+// when none has it no member is known. It fails when no name server
+// answered.
+func (r *Registrar) MemberGroupFromRoute(ctx context.Context, cluster, brokerName string, timeout time.Duration) (map[int64]string, error) {
+	addrs := r.PreferAvailable()
+	if len(addrs) == 0 {
+		return nil, ErrNoNameServer
+	}
+	topic := SyncBrokerMemberGroupPrefix + brokerName
+	h := remoting.Header{"topic": topic}
+	var errs []error
+	notFound := false
+	for _, addr := range addrs {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		resp, err := r.pool.Invoke(cctx, addr, remoting.NewRequest(remoting.GetRouteInfoByTopic, h, nil))
+		cancel()
+		if err == nil && resp.Code == remoting.TopicNotExist {
+			notFound = true
+			continue
+		}
+		if err == nil && resp.Code != remoting.Success {
+			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		}
+		var members map[int64]string
+		if err == nil {
+			members, err = membersFromRoute(resp.Body, cluster, brokerName)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("members of broker group %s from the route of %s at name server %s: %w", brokerName, topic, addr, err))
+			continue
+		}
+		return members, nil
+	}
+	if notFound {
+		return map[int64]string{}, nil
+	}
+	return nil, errors.Join(errs...)
+}
+
+// membersFromRoute reads the members of broker group brokerName of
+// cluster from a GET_ROUTEINFO_BY_TOPIC answer body: the brokerAddrs of
+// its BrokerData, by broker id (none when the route has no such
+// BrokerData or the body is empty). The body is standard JSON or, from a
+// name server older than 4.9.4, fastjson's with bare integer keys.
+func membersFromRoute(body []byte, cluster, brokerName string) (map[int64]string, error) {
+	members := map[int64]string{}
+	if len(body) == 0 {
+		return members, nil
+	}
+	var route struct {
+		BrokerDatas []struct {
+			BrokerAddrs map[int64]string `json:"brokerAddrs"`
+			BrokerName  string           `json:"brokerName"`
+			Cluster     string           `json:"cluster"`
+		} `json:"brokerDatas"`
+	}
+	if err := adminbody.UnmarshalFastjson(body, &route); err != nil {
+		return nil, fmt.Errorf("decode route: %w", err)
+	}
+	for _, bd := range route.BrokerDatas {
+		if bd.BrokerName == brokerName && bd.Cluster == cluster {
+			maps.Copy(members, bd.BrokerAddrs)
+			break
+		}
+	}
+	return members, nil
 }

@@ -427,7 +427,7 @@ func (s *Server) getRouteInfo(_ context.Context, _ *remoting.Conn, req *remoting
 	if set.OrderMessageEnable {
 		route.OrderTopicConf, _ = s.kv.Get(OrderTopicConfigNamespace, topic)
 	}
-	if set.SupportActingMaster && !strings.HasPrefix(topic, syncBrokerMemberGroupPrefix) {
+	if set.SupportActingMaster && !strings.HasPrefix(topic, SyncBrokerMemberGroupPrefix) {
 		route.showActingMasters()
 	}
 	if zoneMode, _ := strconv.ParseBool(req.ExtFields[extZoneMode]); zoneMode && strings.TrimSpace(req.ExtFields[extZoneName]) != "" {
@@ -456,10 +456,12 @@ const (
 	extZoneName = "__ZONE_NAME"
 )
 
-// syncBrokerMemberGroupPrefix begins the system topics RocketMQ's brokers
+// SyncBrokerMemberGroupPrefix begins the system topics RocketMQ's brokers
 // of an acting-master group use among themselves (TopicValidator's
-// SYNC_BROKER_MEMBER_GROUP_PREFIX), whose routes name no acting master.
-const syncBrokerMemberGroupPrefix = "rmq_sys_SYNC_BROKER_MEMBER_"
+// SYNC_BROKER_MEMBER_GROUP_PREFIX): each broker creates the one of its
+// broker name at start, and under compatibleWithOldNameSrv reads its
+// group's members from that topic's route, which names no acting master.
+const SyncBrokerMemberGroupPrefix = "rmq_sys_SYNC_BROKER_MEMBER_"
 
 // showActingMasters names, in each broker group acting without its master
 // (enableActingMaster, no broker id 0) whose queue data of the topic is
