@@ -18,7 +18,7 @@ import (
 // without promotion: every broker of a group registers with
 // enableActingMaster=true and heartbeats its name servers, so that they
 // drop a dead member within brokerNotActiveTimeoutMillis. Each member
-// follows its group's member list: GET_BROKER_MEMBER_GROUP every
+// follows its group's member list: asked every
 // syncBrokerMemberGroupPeriod, and NOTIFY_MIN_BROKER_ID_CHANGE pushed by
 // name servers with notifyMinBrokerIdChanged. A slave whose id is the
 // smallest in its group (the master is gone) is the group's acting
@@ -44,9 +44,18 @@ import (
 // master revives when it is back); the slave's pops start from the
 // committed offset then, so what the master had in flight is popped
 // again from the slave (pop.Service.PopReadOnly).
+//
+// How a broker heartbeats and learns its group's members follows
+// compatibleWithOldNameSrv (RocketMQ's default true): with it, requests a
+// RocketMQ 4.x name server serves (a oneway QUERY_DATA_VERSION, and the
+// route of rmq_sys_SYNC_BROKER_MEMBER_<brokerName>, the topic every
+// broker creates at start); without it RocketMQ 5's BROKER_HEARTBEAT and
+// GET_BROKER_MEMBER_GROUP.
 
-// memberGroupTimeout bounds each GET_BROKER_MEMBER_GROUP, as RocketMQ's
-// BrokerOuterAPI.getBrokerMemberGroup (3 s).
+// memberGroupTimeout bounds each request for the group's members
+// (GET_BROKER_MEMBER_GROUP or the route), as RocketMQ's
+// BrokerOuterAPI.getBrokerMemberGroup and getBrokerMemberGroupCompatible
+// (3 s).
 const memberGroupTimeout = 3 * time.Second
 
 // groupState is a broker's view of its group under
@@ -63,8 +72,9 @@ type groupState struct {
 	// members is the last member list a name server gave, nil before.
 	members atomic.Pointer[map[int64]string]
 	// syncFails reports failed syncs of the member list at most once a
-	// minute, with the count held back: against a name server without
-	// GET_BROKER_MEMBER_GROUP (RocketMQ 4.x) every sync fails.
+	// minute, with the count held back: with compatibleWithOldNameSrv
+	// false, against a name server without GET_BROKER_MEMBER_GROUP
+	// (RocketMQ 4.x) every sync fails.
 	syncFails *repeatlog.Limiter
 }
 
@@ -104,25 +114,41 @@ func (b *Broker) startActingMaster() {
 }
 
 // sendHeartbeat renews the broker's registration with every available
-// name server (BROKER_HEARTBEAT).
+// name server, as RocketMQ's BrokerController.sendHeartbeat: with
+// compatibleWithOldNameSrv by a oneway QUERY_DATA_VERSION carrying the
+// data version of the broker's topics, else by BROKER_HEARTBEAT.
 func (b *Broker) sendHeartbeat(ctx context.Context) {
 	if !b.register.hasNameServers() {
 		return
 	}
-	if err := b.register.ns.Heartbeat(ctx, b.register.info(), b.cfg.SendHeartbeatTimeout); err != nil && ctx.Err() == nil {
+	var err error
+	if b.current().CompatibleWithOldNameSrv {
+		ver := b.topics.table.Version()
+		dv := namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp} // as registrations carry it
+		err = b.register.ns.HeartbeatViaDataVersion(ctx, b.register.info(), dv, b.cfg.SendHeartbeatTimeout)
+	} else {
+		err = b.register.ns.Heartbeat(ctx, b.register.info(), b.cfg.SendHeartbeatTimeout)
+	}
+	if err != nil && ctx.Err() == nil {
 		b.log.Debug().Err(err).Msg("broker heartbeat")
 	}
 }
 
 // syncMemberGroup asks a name server for the group's members and takes
 // its smallest id, as RocketMQ's BrokerController.syncBrokerMemberGroup:
-// an answer without members (the name server does not know the group)
-// changes nothing.
+// with compatibleWithOldNameSrv from the route of
+// rmq_sys_SYNC_BROKER_MEMBER_<brokerName>, else by
+// GET_BROKER_MEMBER_GROUP. An answer without members (the name server
+// does not know the group) changes nothing.
 func (b *Broker) syncMemberGroup(ctx context.Context) {
 	if !b.register.hasNameServers() {
 		return
 	}
-	members, err := b.register.ns.MemberGroup(ctx, b.cfg.BrokerClusterName, b.cfg.BrokerName, memberGroupTimeout)
+	ask := b.register.ns.MemberGroup
+	if b.current().CompatibleWithOldNameSrv {
+		ask = b.register.ns.MemberGroupFromRoute
+	}
+	members, err := ask(ctx, b.cfg.BrokerClusterName, b.cfg.BrokerName, memberGroupTimeout)
 	if err != nil {
 		if ctx.Err() == nil {
 			b.group.syncFails.Failed().Err(err).Msg("sync the broker group's members from the name servers")

@@ -136,8 +136,8 @@ const (
 // group's members about each other (compatibleWithOldNameSrv), the two
 // transaction topics, and under timerWheelEnable the timer's topic, so
 // that topic lists and routes show what RocketMQ's do. A topic that
-// exists keeps its config, as RocketMQ's stored topics replace the ones
-// it makes at start.
+// exists keeps its queues, as RocketMQ's stored topics replace the ones
+// it makes at start (only the permissions set below change).
 func (m *topicManager) ensureSystemTopics() error {
 	cfg := m.b.cfg
 	want := []meta.TopicConfig{

@@ -87,12 +87,19 @@ type Broker struct {
 	SlaveReadEnable           bool
 	// EnableSlaveActingMaster registers the broker with
 	// enableActingMaster and, on a slave, follows its group's members
-	// (GET_BROKER_MEMBER_GROUP every SyncBrokerMemberGroupPeriod, and
+	// (asked every SyncBrokerMemberGroupPeriod, and
 	// NOTIFY_MIN_BROKER_ID_CHANGE): the slave of the smallest id in a
-	// group without its master is its acting master. Both send
-	// BROKER_HEARTBEAT every BrokerHeartbeatInterval and register with
-	// BrokerNotActiveTimeout as heartbeatTimeoutMillis.
+	// group without its master is its acting master. Both heartbeat every
+	// BrokerHeartbeatInterval and register with BrokerNotActiveTimeout as
+	// heartbeatTimeoutMillis.
 	EnableSlaveActingMaster bool
+	// CompatibleWithOldNameSrv (RocketMQ's default true) has a broker
+	// under EnableSlaveActingMaster use the requests a RocketMQ 4.x name
+	// server serves: it heartbeats with a oneway QUERY_DATA_VERSION
+	// carrying its topics' data version and reads its group's members
+	// from the route of rmq_sys_SYNC_BROKER_MEMBER_<brokerName>. False,
+	// it sends RocketMQ 5's BROKER_HEARTBEAT and GET_BROKER_MEMBER_GROUP.
+	CompatibleWithOldNameSrv bool
 	// SyncMasterFlushOffsetWhenStartup has a slave whose checkpoint holds
 	// no masterFlushedOffset (0) take its master's: from an
 	// EXCHANGE_BROKER_HA_INFO that names the master's HA address, and,

@@ -112,6 +112,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	// a group without its master reports itself acting (see broker.yaml
 	// for what it does and does not do then).
 	boolean("enableSlaveActingMaster", "false", func(b *Broker) *bool { return &b.EnableSlaveActingMaster }),
+	boolean("compatibleWithOldNameSrv", "true", func(b *Broker) *bool { return &b.CompatibleWithOldNameSrv }),
 	boolean("syncMasterFlushOffsetWhenStartup", "false", func(b *Broker) *bool { return &b.SyncMasterFlushOffsetWhenStartup }),
 	boolean("enableRemoteEscape", "false", func(b *Broker) *bool { return &b.EnableRemoteEscape }),
 	// Java ints of milliseconds; RocketMQ's scheduler refuses a period of

@@ -32,7 +32,6 @@ var brokerInertRocketMQ53 = []inert[Broker]{
 	inertInt[Broker]("compactionMappedFileSize", "compacted topics keep their copies in the index (keyspace 0x80), not in compaction log files to size"),
 	inertInt[Broker]("compactionScheduleInternal", "compacted topics are compacted as the dispatcher indexes each message, not by a scheduled pass"),
 	inertInt[Broker]("compactionThreadNum", "compacted topics are compacted by the dispatcher as it indexes each message; there are no compaction threads"),
-	inertBool[Broker]("compatibleWithOldNameSrv", "under enableSlaveActingMaster the broker always asks GET_BROKER_MEMBER_GROUP and sends BROKER_HEARTBEAT, which RocketMQ 5 name servers answer; RocketMQ's default (true) reads the route of rmq_sys_SYNC_BROKER_MEMBER_<brokerName> and heartbeats with QUERY_DATA_VERSION instead, for 4.x name servers, which have no GET_BROKER_MEMBER_GROUP"),
 	inertString[Broker]("configManagerVersion", "topics, groups and consumer offsets are kept in the index whatever the version; a RocketMQ store kept with v1 or v2 in RocksDB (config/topics/ and its siblings, config/rdb/) is imported from those databases"),
 	inertInt[Broker]("consumerOffsetUpdateVersionStep", "consumer offsets carry no data version: each commit is written to the index, and slaves copy the offsets whatever the version"),
 	inertInt[Broker]("correctLogicMinOffsetForceInterval", "ConsumeQueue minimums move with the CommitLog minimum each time retention deletes segments; there is no periodic correction pass"),
