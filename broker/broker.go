@@ -511,11 +511,6 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
-			// The background work first, as finishShutdown stops it:
-			// none of it may outlive the stores (a Supervisor's next
-			// Broker opens the same kept index).
-			b.cancel()
-			b.wg.Wait()
 			if b.fastServer != nil && b.shared == nil {
 				_ = b.fastServer.Shutdown(context.Background())
 			}
@@ -524,6 +519,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 				// whose start failed.
 				_ = b.shared.gate.detach(context.Background(), b.served)
 			}
+			// The background work once no request can start more of
+			// it, and before the stores close, as finishShutdown stops
+			// it: none of it may outlive the stores (a Supervisor's
+			// next Broker opens the same kept index).
+			b.cancel()
+			b.wg.Wait()
 			_ = b.stopReplication()
 			_ = b.stopMetrics(context.Background())
 			b.register.halt(context.Background())

@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/kvindex"
 )
@@ -54,6 +57,37 @@ func TestControllerModeSwitchKeepsTheIndexOpen(t *testing.T) {
 	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(b.store, kvindex.DirName)})
 	if err != nil {
 		t.Fatalf("the index did not close with the Supervisor: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Supervisor whose first Broker fails to start after opening the index
+// (here: an invalid trace topic name, refused once the stores are open)
+// closes the index with its failed Start: the store opens again in the
+// same process.
+func TestControllerModeFailedStartClosesTheIndex(t *testing.T) {
+	ctlAddr := startTestController(t, true, true)
+	a := newCtlBroker(t, ctlAddr, "")
+	a.settings["traceTopicEnable"] = "true"
+	a.settings["msgTraceTopicName"] = "bad topic name"
+	s := a.newSupervisor(zerolog.Nop())
+	var started []*Broker
+	s.configure = func(b *Broker) { started = append(started, b) }
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := s.Start(ctx)
+	if err == nil {
+		_ = s.Shutdown(ctx)
+		t.Fatal("the Supervisor started a Broker with an invalid msgTraceTopicName")
+	}
+	if len(started) == 0 {
+		t.Fatalf("no Broker was started (the start failed before opening the index): %v", err)
+	}
+	db, err := kvindex.Open(kvindex.Options{Dir: filepath.Join(a.store, kvindex.DirName)})
+	if err != nil {
+		t.Fatalf("the index stayed open after the failed start: %v", err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -270,6 +270,11 @@ func (s *Supervisor) Start(ctx context.Context) (err error) {
 				s.servers.gate.close()
 				_ = s.servers.shutdown(context.Background())
 			}
+			// A Broker whose start failed has closed its stores but
+			// left the kept index open.
+			if cerr := s.closeIndex(context.Background()); cerr != nil {
+				s.log.Warn().Err(cerr).Msg("close the index after the failed start")
+			}
 			s.stopped.Store(true)
 		}
 	}()
