@@ -222,7 +222,7 @@ func (s *Server) receive(ctx context.Context, who caller, req *rmqpb.ReceiveMess
 			Order: settings.GetSubscription().GetFifo(), AttemptID: req.GetAttemptId(),
 		})
 		slave := err == nil && answeredBySlave(res.Header)
-		if (err != nil && !errors.Is(err, context.Canceled)) || slave || (err == nil && refusedAsSlave(res.Code, res.Remark)) {
+		if (err != nil && ctx.Err() == nil) || slave || (err == nil && refusedAsSlave(res.Code, res.Remark)) {
 			s.routes.refusedBy(addr)
 		}
 		if err != nil {

@@ -144,7 +144,7 @@ func sendAnswer(q writeQueue, resp *remoting.Command, err error) (*rmqpb.SendRes
 // sendOne sends one message to queue q and returns its result entry.
 func (s *Server) sendOne(ctx context.Context, topic string, q writeQueue, o outgoing) (*rmqpb.SendResultEntry, error) {
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendMessageV2, sendHeader(topic, q, &o, false), o.body))
-	if masterRefused(resp, err) {
+	if masterRefused(ctx, resp, err) {
 		s.routes.refusedBy(q.addr)
 	}
 	e, rh, err := sendAnswer(q, resp, err)
@@ -215,7 +215,7 @@ func (s *Server) sendBatch(ctx context.Context, topic string, q writeQueue, msgs
 		ids[i] = o.messageID
 	}
 	resp, err := s.invoke(ctx, q.addr, 0, remoting.NewRequest(remoting.SendBatchMessage, sendHeader(topic, q, &outs[0], true), body))
-	if masterRefused(resp, err) {
+	if masterRefused(ctx, resp, err) {
 		s.routes.refusedBy(q.addr)
 	}
 	e, rh, err := sendAnswer(q, resp, err)

@@ -291,11 +291,13 @@ func plaintextHint(plaintext bool, err error) error {
 // store that is shutting down does (SERVICE_NOT_AVAILABLE). A master's
 // own flow control (SYSTEM_BUSY with another remark: [DISPATCH_BEHIND],
 // [OVERLOAD], [PC_SYNCHRONIZED], ...) says nothing of its role and must
-// not send every topic it serves to the name servers. routes.refusedBy
-// takes it from there.
-func masterRefused(resp *remoting.Command, err error) bool {
+// not send every topic it serves to the name servers; nor does a failure
+// that is the caller's own (ctx cancelled, or past its deadline: an
+// overloaded proxy's clients giving up). routes.refusedBy takes it from
+// there.
+func masterRefused(ctx context.Context, resp *remoting.Command, err error) bool {
 	if err != nil {
-		return !errors.Is(err, context.Canceled)
+		return ctx.Err() == nil
 	}
 	return refusedAsSlave(resp.Code, resp.Remark)
 }

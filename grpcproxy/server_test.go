@@ -1066,22 +1066,31 @@ func TestReceiveRefusesAnEmptySQLFilter(t *testing.T) {
 // A master's own flow control (SYSTEM_BUSY with a remark of its own) is
 // no sign of a demotion and refreshes no route; a slave's rejectRequest,
 // a switching broker's SERVICE_NOT_AVAILABLE and an unreachable broker
-// are.
+// are; a failure the caller's own context caused (cancelled, or past its
+// deadline) is not.
 func TestMasterRefusedOnlyAsASlave(t *testing.T) {
+	live := context.Background()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	late, cancelLate := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelLate()
 	for _, c := range []struct {
+		ctx  context.Context
 		resp *remoting.Command
 		err  error
 		want bool
 	}{
-		{&remoting.Command{Code: remoting.SystemBusy, Remark: "[REJECTREQUEST]system busy, start flow control for a while"}, nil, true},
-		{&remoting.Command{Code: remoting.ServiceNotAvailable, Remark: "[SWITCHING] ..."}, nil, true},
-		{&remoting.Command{Code: remoting.SystemBusy, Remark: "[DISPATCH_BEHIND] broker busy"}, nil, false},
-		{&remoting.Command{Code: remoting.SystemBusy, Remark: "[OVERLOAD] ..."}, nil, false},
-		{&remoting.Command{Code: remoting.Success}, nil, false},
-		{nil, errors.New("dial: connection refused"), true},
-		{nil, context.Canceled, false},
+		{live, &remoting.Command{Code: remoting.SystemBusy, Remark: "[REJECTREQUEST]system busy, start flow control for a while"}, nil, true},
+		{live, &remoting.Command{Code: remoting.ServiceNotAvailable, Remark: "[SWITCHING] ..."}, nil, true},
+		{live, &remoting.Command{Code: remoting.SystemBusy, Remark: "[DISPATCH_BEHIND] broker busy"}, nil, false},
+		{live, &remoting.Command{Code: remoting.SystemBusy, Remark: "[OVERLOAD] ..."}, nil, false},
+		{live, &remoting.Command{Code: remoting.Success}, nil, false},
+		{live, nil, errors.New("dial: connection refused"), true},
+		{live, nil, context.DeadlineExceeded, true}, // the request's own timeout: a broker that does not answer
+		{gone, nil, context.Canceled, false},
+		{late, nil, context.DeadlineExceeded, false},
 	} {
-		if got := masterRefused(c.resp, c.err); got != c.want {
+		if got := masterRefused(c.ctx, c.resp, c.err); got != c.want {
 			t.Errorf("masterRefused(%+v, %v) = %v, want %v", c.resp, c.err, got, c.want)
 		}
 	}

@@ -592,8 +592,11 @@ func DecodeMemberGroup(body []byte) (map[int64]string, error) {
 // (sendHeartbeatTimeoutMillis): RocketMQ's broker heartbeats so under
 // enableSlaveActingMaster with compatibleWithOldNameSrv
 // (BrokerOuterAPI.sendHeartbeatViaDataVersion). Every name server serves
-// that request, a 4.x one too, which has no BROKER_HEARTBEAT, and renews
-// the broker whatever the version says; the answer is not waited for.
+// that request, a 4.x one too, which has no BROKER_HEARTBEAT: a 5.x one
+// (and rocketkv's) renews the broker whatever the version says, a 4.x
+// one only while it equals the version of the broker's last
+// registration, which dv is (the topics' version the registrations
+// carry). The answer is not waited for.
 // The error joins the failures to send.
 func (r *Registrar) HeartbeatViaDataVersion(ctx context.Context, info BrokerInfo, dv DataVersion, timeout time.Duration) error {
 	avail := r.Available()

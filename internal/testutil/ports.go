@@ -53,8 +53,8 @@ func freePorts(t testing.TB, n int) int {
 	if top < portFloor {
 		return freePortsEphemeral(t, n)
 	}
-	dir := filepath.Join(os.TempDir(), "rocketkv-test-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	dir := reservationDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Logf("no port reservations (%v): picking ports without them", err)
 		dir = ""
 	}
@@ -72,6 +72,14 @@ func freePorts(t testing.TB, n int) int {
 	}
 	t.Fatalf("find %d free consecutive ports in [%d, %d]: none in 500 tries", n, portFloor, top+n-1)
 	return 0
+}
+
+// reservationDir is where freePorts keeps its lock files: one directory
+// per user, since another user's directory and files (created under
+// their umask) would refuse this user's opens, which reservePorts takes
+// for ports held, failing every pick.
+func reservationDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("rocketkv-test-ports-%d", os.Getuid()))
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range, or

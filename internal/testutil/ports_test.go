@@ -2,8 +2,6 @@ package testutil
 
 import (
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -13,7 +11,7 @@ import (
 // another caller, here or in another test binary, cannot be handed it
 // meanwhile.
 func TestFreePortPairIsReservedBelowTheEphemeralRange(t *testing.T) {
-	dir := filepath.Join(os.TempDir(), "rocketkv-test-ports")
+	dir := reservationDir()
 	var port int
 	t.Run("holder", func(t *testing.T) {
 		port = FreePortPair(t)
