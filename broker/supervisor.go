@@ -21,6 +21,7 @@ import (
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/ha/autoswitch"
 	"github.com/rocketkv/rocketkv/internal/certwatch"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 	"github.com/rocketkv/rocketkv/internal/repeatlog"
 	"github.com/rocketkv/rocketkv/internal/tlsconf"
 	"github.com/rocketkv/rocketkv/namesrv"
@@ -387,7 +388,7 @@ func (s *Supervisor) register(ctx context.Context) (replicaState, error) {
 				return replicaState{}, err
 			}
 			s.log.Warn().Err(err).Int("try", try+1).Msg("broker id not granted; trying again")
-			if !sleepCtx(ctx, registerRetryWait(try)) {
+			if !periodic.Sleep(ctx, registerRetryWait(try)) {
 				return replicaState{}, fmt.Errorf("%w (the start ended: %w)", err, ctx.Err())
 			}
 			continue
@@ -401,7 +402,7 @@ func (s *Supervisor) register(ctx context.Context) (replicaState, error) {
 				return replicaState{}, err
 			}
 			s.log.Warn().Err(err).Int("try", try+1).Msg("registration with the controller failed; trying again")
-			if !sleepCtx(ctx, registerRetryWait(try)) {
+			if !periodic.Sleep(ctx, registerRetryWait(try)) {
 				return replicaState{}, fmt.Errorf("%w (the start ended: %w)", err, ctx.Err())
 			}
 			continue
@@ -464,18 +465,6 @@ func (s *Supervisor) applyForID(ctx context.Context, tmpPath, idPath string) (br
 	}
 	s.log.Info().Int64("brokerId", id.ID).Str("file", idPath).Msg("broker id granted by the controller")
 	return id, nil
-}
-
-// sleepCtx waits d or until ctx ends (false).
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // readStoreEnd sets the CommitLog end the heartbeats report until the

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/periodic"
 )
 
 // Accept failures other than the listener's close (out of file
@@ -38,7 +40,7 @@ type AcceptLoop struct {
 	MinPause, MaxPause time.Duration
 
 	// wait pauses for d unless ctx ends first, reporting whether the
-	// pause ran out (tests record the pauses; nil: pauseFor).
+	// pause ran out (tests record the pauses; nil: periodic.Sleep).
 	wait func(ctx context.Context, d time.Duration) bool
 }
 
@@ -57,7 +59,7 @@ func (a AcceptLoop) Run(ctx context.Context) {
 	hi = max(hi, lo)
 	wait := a.wait
 	if wait == nil {
-		wait = pauseFor
+		wait = periodic.Sleep
 	}
 	var pause time.Duration
 	for {
@@ -79,19 +81,6 @@ func (a AcceptLoop) Run(ctx context.Context) {
 		}
 		pause = 0
 		a.Handle(conn)
-	}
-}
-
-// pauseFor waits d, or less when ctx ends first; it reports whether d
-// ran out.
-func pauseFor(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/periodic"
 )
 
 // DefaultVerifyWindow is how many bytes below its end a reconnecting
@@ -174,7 +175,7 @@ func (c *Client) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		addr := c.cfg.MasterAddr()
 		if addr == "" {
-			if !sleep(ctx, time.Second) {
+			if !periodic.Sleep(ctx, time.Second) {
 				return
 			}
 			continue
@@ -202,7 +203,7 @@ func (c *Client) Run(ctx context.Context) {
 		} else {
 			c.log.Warn().Err(err).Str("master", addr).Dur("retryIn", retry).Msg("replication from the master stopped")
 		}
-		if !sleep(ctx, retry) {
+		if !periodic.Sleep(ctx, retry) {
 			return
 		}
 	}
@@ -496,16 +497,4 @@ func (c *Client) report(conn net.Conn, offset int64) error {
 	c.lastWrite = time.Now()
 	c.mu.Unlock()
 	return nil
-}
-
-// sleep waits d or until ctx ends; false when ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -478,13 +478,7 @@ func (r *Registrar) invokeEach(ctx context.Context, addrs []string, code int32, 
 		}
 		return Registration{NameServer: addr, Err: err}
 	})
-	var errs []error
-	for _, res := range results {
-		if res.Err != nil {
-			errs = append(errs, res.Err)
-		}
-	}
-	return errors.Join(errs...)
+	return joinFailures(results)
 }
 
 // each runs fn for every address on its own goroutine and waits for all;
@@ -617,13 +611,7 @@ func (r *Registrar) HeartbeatViaDataVersion(ctx context.Context, info BrokerInfo
 		}
 		return Registration{NameServer: addr, Err: err}
 	})
-	var errs []error
-	for _, res := range results {
-		if res.Err != nil {
-			errs = append(errs, res.Err)
-		}
-	}
-	return errors.Join(errs...)
+	return joinFailures(results)
 }
 
 // MemberGroupFromRoute is MemberGroup for name servers without
@@ -701,4 +689,16 @@ func membersFromRoute(body []byte, cluster, brokerName string) (map[int64]string
 		}
 	}
 	return members, nil
+}
+
+// joinFailures joins the errors of the registrations that failed (nil
+// when none did).
+func joinFailures(results []Registration) error {
+	var errs []error
+	for _, res := range results {
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -4,6 +4,7 @@
 // signal (the CommitLog flusher, name-server registration, the index's
 // compaction gate) or stop on a channel rather than a context (the name
 // server's broker scan, CommitLog retention) keep their own select.
+// Sleep is the pause of a retry loop that a stop ends at once.
 package periodic
 
 import (
@@ -56,4 +57,18 @@ func RunDelayed(ctx context.Context, first, every time.Duration, fn func(context
 		next = every
 		return d
 	}, fn)
+}
+
+// Sleep waits d, or less when ctx ends first; it reports whether d ran
+// out (false: ctx ended). The pause of a retry loop that a stop must
+// not wait out.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

@@ -99,3 +99,21 @@ func TestRunDelayedWaitsItsFirstDelayOnce(t *testing.T) {
 		}
 	}
 }
+
+func TestSleepEndsWithItsContext(t *testing.T) {
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Fatal("a sleep whose context lives did not report its time ran out")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool)
+	go func() { done <- Sleep(ctx, time.Hour) }()
+	cancel()
+	select {
+	case ran := <-done:
+		if ran {
+			t.Fatal("a cancelled sleep reported its hour ran out")
+		}
+	case <-time.After(time.Minute): // a hang guard, not a timing assertion
+		t.Fatal("a cancelled sleep went on")
+	}
+}
