@@ -123,9 +123,7 @@ func (b *Broker) sendHeartbeat(ctx context.Context) {
 	}
 	var err error
 	if b.current().CompatibleWithOldNameSrv {
-		ver := b.topics.table.Version()
-		dv := namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp} // as registrations carry it
-		err = b.register.ns.HeartbeatViaDataVersion(ctx, b.register.info(), dv, b.cfg.SendHeartbeatTimeout)
+		err = b.register.ns.HeartbeatViaDataVersion(ctx, b.register.info(), b.topics.dataVersion(), b.cfg.SendHeartbeatTimeout)
 	} else {
 		err = b.register.ns.Heartbeat(ctx, b.register.info(), b.cfg.SendHeartbeatTimeout)
 	}

@@ -367,8 +367,7 @@ func (r *registrar) registerOnce(ctx context.Context, force bool) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ver := r.b.topics.table.Version()
-	dv := namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
+	dv := r.b.topics.dataVersion()
 	if !force && !r.needRegister(rctx, dv) {
 		return
 	}

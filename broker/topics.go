@@ -116,6 +116,13 @@ func lmqTopicConfig(topic string) meta.TopicConfig {
 	return tc
 }
 
+// dataVersion is the data version of the topic table as the broker's
+// registrations and its QUERY_DATA_VERSION heartbeats carry it.
+func (m *topicManager) dataVersion() namesrv.DataVersion {
+	ver := m.table.Version()
+	return namesrv.DataVersion{Counter: ver.Counter, Timestamp: ver.Timestamp}
+}
+
 // topicConfigDefaultQueueNums is the queue count of a RocketMQ
 // TopicConfig that sets none (its defaultReadQueueNums and
 // defaultWriteQueueNums).

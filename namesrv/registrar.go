@@ -456,29 +456,42 @@ func (r *Registrar) simple(ctx context.Context, code int32, h remoting.Header, b
 	if len(addrs) == 0 {
 		return ErrNoNameServer
 	}
-	return r.invokeEach(ctx, addrs, code, h, body, 0, what)
+	return r.invokeEach(ctx, addrs, code, h, body, 0, false, what)
 }
 
 // invokeEach sends the request to each of addrs at once, each within
 // timeout when it is positive, and joins the failures, each named with
-// what and the address.
-func (r *Registrar) invokeEach(ctx context.Context, addrs []string, code int32, h remoting.Header, body []byte, timeout time.Duration, what string) error {
+// what and the address. A oneway request waits for no answer (its
+// failures are those of the send).
+func (r *Registrar) invokeEach(ctx context.Context, addrs []string, code int32, h remoting.Header, body []byte, timeout time.Duration, oneway bool, what string) error {
 	results := r.each(ctx, addrs, func(ctx context.Context, addr string) Registration {
 		if timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, timeout)
 			defer cancel()
 		}
-		resp, err := r.pool.Invoke(ctx, addr, remoting.NewRequest(code, h, body))
-		if err == nil && resp.Code != remoting.Success {
-			err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+		var err error
+		if oneway {
+			err = r.pool.InvokeOneway(ctx, addr, remoting.NewRequest(code, h, body))
+		} else {
+			var resp *remoting.Command
+			resp, err = r.pool.Invoke(ctx, addr, remoting.NewRequest(code, h, body))
+			if err == nil && resp.Code != remoting.Success {
+				err = fmt.Errorf("code %d: %s", resp.Code, resp.Remark)
+			}
 		}
 		if err != nil {
 			err = fmt.Errorf("%s at %s: %w", what, addr, err)
 		}
 		return Registration{NameServer: addr, Err: err}
 	})
-	return joinFailures(results)
+	var errs []error
+	for _, res := range results {
+		if res.Err != nil {
+			errs = append(errs, res.Err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // each runs fn for every address on its own goroutine and waits for all;
@@ -523,7 +536,7 @@ func (r *Registrar) Heartbeat(ctx context.Context, info BrokerInfo, timeout time
 		return ErrNoNameServer
 	}
 	h := remoting.Header{"clusterName": info.ClusterName, "brokerAddr": info.BrokerAddr, "brokerName": info.BrokerName}
-	return r.invokeEach(ctx, avail, remoting.BrokerHeartbeat, h, nil, timeout, "broker heartbeat")
+	return r.invokeEach(ctx, avail, remoting.BrokerHeartbeat, h, nil, timeout, false, "broker heartbeat")
 }
 
 // MemberGroup asks the available name servers in turn, each within
@@ -597,21 +610,7 @@ func (r *Registrar) HeartbeatViaDataVersion(ctx context.Context, info BrokerInfo
 	if len(r.NameServers()) == 0 {
 		return ErrNoNameServer
 	}
-	h := info.header()
-	body := dv.appendJSON(nil)
-	results := r.each(ctx, avail, func(ctx context.Context, addr string) Registration {
-		if timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, timeout)
-			defer cancel()
-		}
-		err := r.pool.InvokeOneway(ctx, addr, remoting.NewRequest(remoting.QueryDataVersion, h, body))
-		if err != nil {
-			err = fmt.Errorf("heartbeat by data version at %s: %w", addr, err)
-		}
-		return Registration{NameServer: addr, Err: err}
-	})
-	return joinFailures(results)
+	return r.invokeEach(ctx, avail, remoting.QueryDataVersion, info.header(), dv.appendJSON(nil), timeout, true, "heartbeat by data version")
 }
 
 // MemberGroupFromRoute is MemberGroup for name servers without
@@ -672,13 +671,7 @@ func membersFromRoute(body []byte, cluster, brokerName string) (map[int64]string
 	if len(body) == 0 {
 		return members, nil
 	}
-	var route struct {
-		BrokerDatas []struct {
-			BrokerAddrs map[int64]string `json:"brokerAddrs"`
-			BrokerName  string           `json:"brokerName"`
-			Cluster     string           `json:"cluster"`
-		} `json:"brokerDatas"`
-	}
+	var route TopicRouteData
 	if err := adminbody.UnmarshalFastjson(body, &route); err != nil {
 		return nil, fmt.Errorf("decode route: %w", err)
 	}
@@ -689,16 +682,4 @@ func membersFromRoute(body []byte, cluster, brokerName string) (map[int64]string
 		}
 	}
 	return members, nil
-}
-
-// joinFailures joins the errors of the registrations that failed (nil
-// when none did).
-func joinFailures(results []Registration) error {
-	var errs []error
-	for _, res := range results {
-		if res.Err != nil {
-			errs = append(errs, res.Err)
-		}
-	}
-	return errors.Join(errs...)
 }
