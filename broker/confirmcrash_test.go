@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/internal/controllertest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -18,8 +19,8 @@ import (
 // confirmGroup is the state of the tested group as its controller knows
 // it: the master's address ("" when it has none) and how many brokers are
 // in its sync state set.
-func confirmGroup(peer *ctlPeer) (master string, inSync int) {
-	st := peer.c.State()
+func confirmGroup(peer *controllertest.Peer) (master string, inSync int) {
+	st := peer.Controller.State()
 	ss, reps := st.SyncStates["broker-a"], st.Replicas["broker-a"]
 	if ss == nil || reps == nil || !ss.HasMaster {
 		return "", 0
@@ -89,7 +90,7 @@ func TestControllerModeConfirmLimitSurvivesSIGKILL(t *testing.T) {
 	}
 	const topic, kills, senders = "ConfirmKill", 4, 4
 	peer := startTestControllers(t, 1, false, true)[0]
-	waitUntil(t, 20*time.Second, "the controller to lead", peer.c.IsLeader)
+	waitUntil(t, 20*time.Second, "the controller to lead", peer.Controller.IsLeader)
 	// A slave whose master did not answer EXCHANGE_BROKER_HA_INFO at its
 	// switch (a master restarting its Broker) learns the master's HA
 	// address from its name server's answer, as RocketMQ's does.
@@ -102,7 +103,7 @@ func TestControllerModeConfirmLimitSurvivesSIGKILL(t *testing.T) {
 	for i := range brokers {
 		port := testutil.FreePortPair(t)
 		brokers[i] = &childBroker{t: t, store: t.TempDir(), port: port, extra: []string{
-			"enableControllerMode=true", "controllerAddr=" + peer.addr,
+			"enableControllerMode=true", "controllerAddr=" + peer.Addr,
 			"namesrvAddr=" + nsAddr, "registerNameServerPeriod=1000",
 			"brokerClusterName=DefaultCluster", "brokerName=broker-a",
 			"haListenPort=" + strconv.Itoa(port+1), "allAckInSyncStateSet=true",

@@ -31,44 +31,18 @@ import (
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
-// ctlPeer is one controller of a test (controllertest.Peer), served over
-// Remoting at the address its peer list names.
-type ctlPeer struct {
-	c    *controller.Controller
-	srv  *remoting.Server
-	addr string
-	once sync.Once
-}
-
-// stop closes the peer's server and controller.
-func (p *ctlPeer) stop() {
-	p.once.Do(func() {
-		_ = p.srv.Shutdown(context.Background())
-		_ = p.c.Close()
-	})
-}
-
 // startTestControllers starts n controllers as one raft group
 // (controllertest.Start), until the test ends.
-func startTestControllers(t *testing.T, n int, unclean, notify bool) []*ctlPeer {
+func startTestControllers(t *testing.T, n int, unclean, notify bool) []*controllertest.Peer {
 	t.Helper()
-	return ctlPeers(controllertest.Start(t, n, controllertest.Options{Unclean: unclean, Notify: notify}))
+	return controllertest.Start(t, n, controllertest.Options{Unclean: unclean, Notify: notify})
 }
 
 // startTestControllersOn is startTestControllers on the given ports
 // (each with the next one free for raft).
-func startTestControllersOn(t *testing.T, ports []int, unclean, notify bool) []*ctlPeer {
+func startTestControllersOn(t *testing.T, ports []int, unclean, notify bool) []*controllertest.Peer {
 	t.Helper()
-	return ctlPeers(controllertest.StartOn(t, ports, controllertest.Options{Unclean: unclean, Notify: notify}))
-}
-
-// ctlPeers are the tests' handles of started controllers.
-func ctlPeers(started []*controllertest.Peer) []*ctlPeer {
-	peers := make([]*ctlPeer, len(started))
-	for i, p := range started {
-		peers[i] = &ctlPeer{c: p.Controller, srv: p.Server, addr: p.Addr}
-	}
-	return peers
+	return controllertest.StartOn(t, ports, controllertest.Options{Unclean: unclean, Notify: notify})
 }
 
 // startTestController starts one controller and returns its address
@@ -558,12 +532,12 @@ func TestControllerModeControllerFailover(t *testing.T) {
 	peers := startTestControllers(t, 3, false, true)
 	var addrs []string
 	for _, p := range peers {
-		addrs = append(addrs, p.addr)
+		addrs = append(addrs, p.Addr)
 	}
 	list := strings.Join(addrs, ";")
-	leader := func() *ctlPeer {
+	leader := func() *controllertest.Peer {
 		for _, p := range peers {
-			if p.c.IsLeader() {
+			if p.Controller.IsLeader() {
 				return p
 			}
 		}
@@ -580,9 +554,9 @@ func TestControllerModeControllerFailover(t *testing.T) {
 	}
 	// Leadership may have moved meanwhile (an election under load):
 	// the peer stopped is the one leading now.
-	var old *ctlPeer
+	var old *controllertest.Peer
 	waitUntil(t, 30*time.Second, "a leading controller to stop", func() bool { old = leader(); return old != nil })
-	old.stop()
+	old.Stop()
 	waitUntil(t, 30*time.Second, "another controller to lead", func() bool { l := leader(); return l != nil && l != old })
 	b := newCtlBroker(t, list, "")
 	b.start()
@@ -996,7 +970,7 @@ func TestControllerModeStartGivenUpFreesItsPort(t *testing.T) {
 // as RocketMQ's loaded store reports it.
 func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 	peer := startTestControllers(t, 1, false, true)[0]
-	a := newCtlBroker(t, peer.addr, "")
+	a := newCtlBroker(t, peer.Addr, "")
 	a.start()
 	ca := dialCtl(t, a.addr())
 	for i := range 10 {
@@ -1013,7 +987,7 @@ func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 	// The closed connection drops the broker's live entry, as a
 	// controller restarted with the group would not have one.
 	waitUntil(t, 10*time.Second, "the controller to forget the stopped broker", func() bool {
-		_, ok := peer.c.LiveInfo("DefaultCluster", "broker-a", id)
+		_, ok := peer.Controller.LiveInfo("DefaultCluster", "broker-a", id)
 		return !ok
 	})
 
@@ -1024,7 +998,7 @@ func TestControllerModeHeartbeatBeforeStartReportsTheStoreEnd(t *testing.T) {
 		known    bool
 	)
 	s.configure = func(*Broker) {
-		once.Do(func() { reported, known = peer.c.LiveInfo("DefaultCluster", "broker-a", id) })
+		once.Do(func() { reported, known = peer.Controller.LiveInfo("DefaultCluster", "broker-a", id) })
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

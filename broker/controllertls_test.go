@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/controller"
+	"github.com/rocketkv/rocketkv/internal/controllertest"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -19,7 +20,7 @@ import (
 // (a self-signed certificate, tls.test.mode.enable) and whose notices go
 // out over TLS, as bin/controller runs with tls.server.mode=enforcing
 // (tls.enable then defaults to true).
-func startTLSController(t *testing.T) *ctlPeer {
+func startTLSController(t *testing.T) *controllertest.Peer {
 	t.Helper()
 	port := testutil.FreePortPair(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -49,9 +50,9 @@ func startTLSController(t *testing.T) *ctlPeer {
 		_ = c.Close()
 		t.Fatal(err)
 	}
-	p := &ctlPeer{c: c, srv: srv, addr: addr}
-	t.Cleanup(p.stop)
-	waitUntil(t, 20*time.Second, "the controller to lead", p.c.IsLeader)
+	p := &controllertest.Peer{Controller: c, Server: srv, Addr: addr}
+	t.Cleanup(p.Stop)
+	waitUntil(t, 20*time.Second, "the controller to lead", p.Controller.IsLeader)
 	return p
 }
 
@@ -71,8 +72,8 @@ func TestControllerModeOverTLS(t *testing.T) {
 		c.settings["tls.config.file"] = ""
 		c.settings["syncBrokerMetadataPeriod"] = "60000"
 	}
-	a := newCtlBroker(t, p.addr, "")
-	b := newCtlBroker(t, p.addr, "")
+	a := newCtlBroker(t, p.Addr, "")
+	b := newCtlBroker(t, p.Addr, "")
 	tlsOn(a)
 	tlsOn(b)
 	a.start()
@@ -109,7 +110,7 @@ func TestControllerModeOverTLS(t *testing.T) {
 // plaintext connection and why that may be.
 func TestControllerModePlaintextToTLSController(t *testing.T) {
 	p := startTLSController(t)
-	c := newCtlBroker(t, p.addr, "")
+	c := newCtlBroker(t, p.Addr, "")
 	c.settings["tls.enable"] = "false"
 	c.settings["tls.config.file"] = ""
 	logs := &testutil.SyncBuffer{}

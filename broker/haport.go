@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rocketkv/rocketkv/ha"
 	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/ha"
 )
 
 // haPort is the HA port of a controller-mode broker process, owned by the

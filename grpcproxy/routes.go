@@ -102,8 +102,9 @@ type routes struct {
 	// once).
 	loads singleflight.Group
 
-	// mu guards news.
-	mu sync.Mutex
+	// mu guards news; doubted, which every call on a cached route runs,
+	// only reads it.
+	mu sync.RWMutex
 	// news holds, by broker address, what the proxy learned of a broker
 	// that cached routes name as a master (see brokerNews): one entry
 	// serves every topic the broker serves.
@@ -217,8 +218,8 @@ func (rs *routes) refusedBy(addr string) {
 // master that stays refused costs the name servers one lookup of each
 // of its topics per refreshFloor at most.
 func (rs *routes) doubted(r *topicRoute) bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
 	if len(rs.news) == 0 {
 		return false
 	}
