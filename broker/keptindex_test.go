@@ -93,3 +93,37 @@ func TestControllerModeFailedStartClosesTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// While the Broker started last has not closed its stores, no other
+// starts on the index and the Supervisor does not close it: each wait
+// ends with its context, with an error that says what it waited for,
+// and the index stays open.
+func TestKeptIndexWaitsForThePreviousBrokersStores(t *testing.T) {
+	s := &Supervisor{started: &Broker{closed: make(chan struct{})}}
+	dir := t.TempDir()
+	db, err := s.index.open(kvindex.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.waitStopped(ctx); err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("waitStopped with the previous Broker running: %v, want the context's end", err)
+	}
+	if err := s.closeIndex(ctx); err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("closeIndex with the last Broker running: %v, want the context's end", err)
+	}
+	if again, err := s.index.open(kvindex.Options{Dir: dir}); err != nil || again != db {
+		t.Fatalf("the index after the refused close: %v, %v; want it still open", again, err)
+	}
+	s.started.markClosed()
+	if err := s.waitStopped(ctx); err != nil {
+		t.Fatalf("waitStopped once the previous Broker closed its stores: %v", err)
+	}
+	if err := s.closeIndex(ctx); err != nil {
+		t.Fatalf("closeIndex once the last Broker closed its stores: %v", err)
+	}
+	if _, err := s.index.open(kvindex.Options{Dir: dir}); !errors.Is(err, errIndexClosed) {
+		t.Fatalf("open after the Supervisor closed the index: %v, want errIndexClosed", err)
+	}
+}

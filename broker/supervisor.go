@@ -736,7 +736,7 @@ func (s *Supervisor) switchTo(ctx context.Context, st replicaState, cut int64) e
 // under switchMu.
 func (s *Supervisor) waitStopped(ctx context.Context) error {
 	prev := s.started
-	if prev == nil {
+	if prev == nil || closedAlready(prev) {
 		return nil
 	}
 	wait := time.NewTimer(shutdownTimeout)
@@ -748,6 +748,18 @@ func (s *Supervisor) waitStopped(ctx context.Context) error {
 		return fmt.Errorf("wait for the previous broker to close its stores: %w", ctx.Err())
 	case <-wait.C:
 		return fmt.Errorf("the previous broker has not closed its stores %s after its stop; not starting another on them", shutdownTimeout)
+	}
+}
+
+// closedAlready reports whether b has closed its stores by now: checked
+// before a wait that also ends with a context, since a select between
+// two ready cases picks either.
+func closedAlready(b *Broker) bool {
+	select {
+	case <-b.Closed():
+		return true
+	default:
+		return false
 	}
 }
 
@@ -951,7 +963,7 @@ func (s *Supervisor) Shutdown(ctx context.Context) error {
 // request handler of that Broker may still be using it (the process is
 // going away; the index's write-ahead log holds what it acknowledged).
 func (s *Supervisor) closeIndex(ctx context.Context) error {
-	if b := s.started; b != nil {
+	if b := s.started; b != nil && !closedAlready(b) {
 		select {
 		case <-b.Closed():
 		case <-ctx.Done():
