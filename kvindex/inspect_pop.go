@@ -149,9 +149,13 @@ func (r PopAckIndexRecord) String() string {
 
 // String implements Record.
 func (r PopCheckpointRecord) String() string {
-	return fmt.Sprintf("group=%q topic=%q queue=%d ckOffset=%d popTime=%s invisibleTime=%d visibleAt=%s retry=%d attempts=%d offsets=%v",
+	staged := ""
+	if r.Staged {
+		staged = " staged"
+	}
+	return fmt.Sprintf("group=%q topic=%q queue=%d ckOffset=%d popTime=%s invisibleTime=%d visibleAt=%s retry=%d attempts=%d offsets=%v%s",
 		r.Group, r.Topic, r.QueueID, r.CKOffset, FormatMillis(r.PopTime), r.InvisibleTime, FormatMillis(r.VisibleAt),
-		r.RetryFlag, r.Attempts, r.Offsets)
+		r.RetryFlag, r.Attempts, r.Offsets, staged)
 }
 
 // String implements Record.

@@ -56,6 +56,9 @@ type InFlight struct {
 	RetryFlag uint8 `json:"retryFlag"`
 	// Attempts counts failed revives of this record.
 	Attempts int32 `json:"attempts"`
+	// Staged is set when a staged revive already copied the message to
+	// the pop-retry topic (Checkpoint.Staged).
+	Staged bool `json:"staged,omitempty"`
 }
 
 // PopPosition is a group's next pop offset on one queue (keyspace 0x52).

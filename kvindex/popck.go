@@ -53,6 +53,11 @@ type Checkpoint struct {
 	RetryFlag uint8 `json:"retryFlag"`
 	// Attempts counts failed revives of this checkpoint.
 	Attempts int32 `json:"attempts"`
+	// Staged marks a checkpoint whose messages a staged revive already
+	// copied to the pop-retry topic ahead of VisibleAt (see
+	// StageCheckpoint): it has no deadline entry, and each copy is handed
+	// out only while its offset is still here.
+	Staged bool `json:"staged,omitempty"`
 	// Offsets are the queue offsets still in flight, ascending.
 	Offsets []int64 `json:"offsets"`
 }
@@ -60,7 +65,7 @@ type Checkpoint struct {
 // message returns the in-flight view of one offset of c.
 func (c *Checkpoint) message(off int64) InFlight {
 	return InFlight{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, QueueOffset: off, VisibleAt: c.VisibleAt,
-		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Attempts: c.Attempts}
+		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Attempts: c.Attempts, Staged: c.Staged}
 }
 
 // Remove drops the given offsets (ascending) from c.Offsets and returns
@@ -116,6 +121,9 @@ func checkCheckpoint(c *Checkpoint) error {
 	if len(c.Offsets) == 0 {
 		return fmt.Errorf("checkpoint %s/%s/%d@%d: no offsets", c.Group, c.Topic, c.QueueID, c.CKOffset)
 	}
+	if c.RetryFlag&stagedBit != 0 {
+		return fmt.Errorf("checkpoint %s/%s/%d@%d: retry flag %d out of range", c.Group, c.Topic, c.QueueID, c.CKOffset, c.RetryFlag)
+	}
 	if c.CKOffset < 0 || c.Offsets[0] < c.CKOffset || c.Offsets[len(c.Offsets)-1]-c.CKOffset >= MaxCheckpointSpan {
 		return fmt.Errorf("checkpoint %s/%s/%d@%d: offsets %d..%d outside [ckOffset, ckOffset+%d)",
 			c.Group, c.Topic, c.QueueID, c.CKOffset, c.Offsets[0], c.Offsets[len(c.Offsets)-1], MaxCheckpointSpan)
@@ -128,13 +136,21 @@ func checkCheckpoint(c *Checkpoint) error {
 	return nil
 }
 
-// checkpointValue is visibleAt | invisibleTime | retryFlag | attempts |
-// count uvarint | offset deltas uvarint (the first from ckOffset, each
-// next from the one before).
+// stagedBit is the bit of a checkpoint value's retryFlag byte that marks
+// a staged checkpoint (Checkpoint.Staged); retry flags are 0, 1 or 2.
+const stagedBit = 0x80
+
+// checkpointValue is visibleAt | invisibleTime | retryFlag (its top bit:
+// staged) | attempts | count uvarint | offset deltas uvarint (the first
+// from ckOffset, each next from the one before).
 func checkpointValue(dst []byte, c *Checkpoint) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.VisibleAt))
 	dst = binary.BigEndian.AppendUint64(dst, uint64(c.InvisibleTime))
-	dst = append(dst, c.RetryFlag)
+	flag := c.RetryFlag
+	if c.Staged {
+		flag |= stagedBit
+	}
+	dst = append(dst, flag)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Attempts))
 	dst = binary.AppendUvarint(dst, uint64(len(c.Offsets)))
 	prev := c.CKOffset
@@ -169,7 +185,7 @@ func decodeCheckpoint(k, v []byte) (Checkpoint, error) {
 	c.PopTime = int64(binary.BigEndian.Uint64(rest[8:]))
 	c.VisibleAt = int64(binary.BigEndian.Uint64(v))
 	c.InvisibleTime = int64(binary.BigEndian.Uint64(v[8:]))
-	c.RetryFlag = v[16]
+	c.RetryFlag, c.Staged = v[16]&^stagedBit, v[16]&stagedBit != 0
 	c.Attempts = int32(binary.BigEndian.Uint32(v[17:]))
 	v = v[checkpointValueFixed:]
 	n, w := uvarint(v)
@@ -220,9 +236,10 @@ func decodeCheckpointDueKey(k []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// PutCheckpoint records a checkpoint: its record (0x56) and its deadline
-// entry (0x55). It replaces a checkpoint of the same name, whose deadline
-// entry the caller deletes when its VisibleAt differs.
+// PutCheckpoint records a checkpoint: its record (0x56) and, unless it is
+// staged, its deadline entry (0x55). It replaces a checkpoint of the same
+// name, whose deadline entry the caller deletes when its VisibleAt
+// differs or it was not staged and c is.
 func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 	if err := checkCheckpoint(c); err != nil {
 		return fmt.Errorf("put checkpoint: %w: %w", ErrBadCheckpoint, err)
@@ -234,6 +251,10 @@ func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 	p.val = checkpointValue(p.val[:0], c)
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
+	}
+	if c.Staged {
+		p.noteCheckpoint(c, false)
+		return nil
 	}
 	p.key = checkpointDueKey(p.key[:0], c)
 	p.val = binary.AppendUvarint(p.val[:0], uint64(len(c.Offsets)))
@@ -308,6 +329,35 @@ func (p *PopBatch) MoveCheckpoint(old, c *Checkpoint) error {
 		}
 	}
 	return p.PutCheckpoint(c)
+}
+
+// StageCheckpoint marks a stored checkpoint staged (Checkpoint.Staged):
+// its record is rewritten with the mark and its deadline entry deleted,
+// so revive no longer finds it. c is the checkpoint as stored (not
+// staged); it is left unchanged.
+func (p *PopBatch) StageCheckpoint(c *Checkpoint) error {
+	if c.Staged {
+		return fmt.Errorf("stage checkpoint %s/%s/%d@%d: already staged", c.Group, c.Topic, c.QueueID, c.CKOffset)
+	}
+	if err := p.deleteDue(c); err != nil {
+		return err
+	}
+	staged := *c
+	staged.Staged = true
+	return p.PutCheckpoint(&staged)
+}
+
+// UnstageCheckpoint takes the staged mark off a stored checkpoint: its
+// record is rewritten and its deadline entry, at c.VisibleAt, written
+// again, so revive re-delivers its messages then (at once when that has
+// passed). c is the checkpoint as stored (staged); it is left unchanged.
+func (p *PopBatch) UnstageCheckpoint(c *Checkpoint) error {
+	if !c.Staged {
+		return fmt.Errorf("unstage checkpoint %s/%s/%d@%d: not staged", c.Group, c.Topic, c.QueueID, c.CKOffset)
+	}
+	plain := *c
+	plain.Staged = false
+	return p.PutCheckpoint(&plain)
 }
 
 // Checkpoint returns the checkpoint a handle names; ok is false when there
