@@ -66,8 +66,13 @@ func newPopCommand() *cobra.Command {
  2. with --hold N > 0: pre-fills N more messages, pops all of them without
     acking (invisible for --invisible), reports the broker's RSS before and
     after (when the benchmark started the broker binary), waits for revive to
-    re-deliver them and reports revive lateness: the store time of each
-    re-delivered message minus its deadline (1ST_POP_TIME + invisible time).
+    re-deliver them and reports revive lateness: when each re-delivered
+    message became poppable minus its deadline (1ST_POP_TIME + invisible
+    time). That is the store time of revive's copy or, for a copy revive
+    staged ahead of the deadline (the broker's popReviveStageAhead), the
+    later of its store time and its RKV_VISIBLE_AT property. The run line
+    says how many of the revived messages were staged; the run fails when
+    the broker handed a staged copy out before its RKV_VISIBLE_AT.
     With --stream-rate R it does not wait for the held messages: while they
     stay in flight (give them a long --invisible), another group pops R
     messages a second of a second topic for --stream-for without acking them
@@ -76,7 +81,7 @@ func newPopCommand() *cobra.Command {
     With --drain-after D the revived messages are popped only D after the
     held ones' last deadline, so revive does not share the machine's CPUs
     with the benchmark's consumers (whose CPU a real deployment spends on
-    other machines); the lateness is read from the store times either way.`,
+    other machines); the lateness is read from the copies either way.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPopBench(cmd.Context(), cmd.OutOrStdout(), o)
@@ -120,6 +125,7 @@ type popRun struct {
 	lateP50, lateP99      int64
 	lateMax               int64
 	revived               int64
+	staged                int64 // of the revived, copies staged ahead of their deadline (RKV_VISIBLE_AT)
 	inFlight              int64
 	streamed              float64 // pops/s the stream achieved (with --stream-rate)
 }
@@ -164,8 +170,8 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 			if o.streamRate > 0 {
 				what = fmt.Sprintf("a stream of %s pops/s expiring (asked %s), first re-deliveries measured", fmtNum(r.streamed), fmtNum(o.streamRate))
 			}
-			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms",
-				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax)
+			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms (%d of them staged)",
+				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax, r.staged)
 		}
 		fmt.Fprintln(w)
 		runs = append(runs, r)
@@ -442,41 +448,114 @@ func holdAndRevive(ctx context.Context, t *target, o popOptions, topic string, r
 		case <-time.After(o.invisible + o.drainAfter):
 		}
 	}
-	late, err := drainRevived(ctx, t.Addr, topic, group, o, o.invisible, r.inFlight)
+	tally, err := drainRevived(ctx, t.Addr, topic, group, o, o.invisible, r.inFlight)
 	if err != nil {
 		return r, err
 	}
-	r.setLateness(late)
+	r.setLateness(tally)
 	return r, nil
 }
 
-// setLateness records the revive lateness samples (ms) of a run.
-func (r *popRun) setLateness(late []int64) {
+// setLateness records the revive lateness samples (ms) of a run and how
+// many of the revived messages were staged.
+func (r *popRun) setLateness(t *reviveTally) {
+	late := t.late
 	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
 	r.revived = int64(len(late))
+	r.staged = t.staged
 	if len(late) > 0 {
 		r.lateP50, r.lateP99, r.lateMax = percentile(late, 50), percentile(late, 99), late[len(late)-1]
 	}
 }
 
-// drainRevived pops and acks want re-delivered messages of group and
-// returns each one's revive lateness in ms: the store time of the revive's
-// re-put minus the deadline, 1ST_POP_TIME (the original pop time) plus
-// invisible.
-func drainRevived(ctx context.Context, addr, topic, group string, o popOptions, invisible time.Duration, want int64) ([]int64, error) {
-	var mu sync.Mutex
-	var late []int64
-	seen := func(m popclient.Message, _ int64) {
-		first, ok := commitlog.LookupProperty(m.Properties, "1ST_POP_TIME")
-		if !ok || m.ReconsumeTimes != 1 {
-			return
-		}
-		pt, err := strconv.ParseInt(first, 10, 64)
+// propVisibleAt is the property a staged revive puts on its copy: the
+// time (decimal ms since the epoch, the broker's clock) before which the
+// broker must not hand the copy out. Revive may re-put a copy before its
+// deadline with this property set; the copy becomes poppable at the later
+// of its store time and this time.
+const propVisibleAt = "RKV_VISIBLE_AT"
+
+// reviveTally reads the re-delivered messages of a drain: the lateness of
+// each first re-delivery, how many of those were staged, and any copy the
+// broker handed out before the time its RKV_VISIBLE_AT names.
+type reviveTally struct {
+	// invisible is the invisible time of the pops that held the messages.
+	invisible time.Duration
+	// late is the lateness (ms) of each first re-delivery: when the copy
+	// became poppable, the later of its store time and its
+	// RKV_VISIBLE_AT, minus its deadline, 1ST_POP_TIME plus invisible.
+	late []int64
+	// staged counts the first re-deliveries that carried RKV_VISIBLE_AT.
+	staged int64
+	// early counts the copies popped before their RKV_VISIBLE_AT (a pop
+	// time below it; both times are the broker's clock), and earliest is
+	// the largest such gap in ms.
+	early, earliest int64
+	// malformed counts RKV_VISIBLE_AT values that are not decimal ms, and
+	// badValue is the first of them.
+	malformed int64
+	badValue  string
+}
+
+// add reads m, popped by a pop whose response carried popTime.
+func (t *reviveTally) add(m popclient.Message, popTime int64) {
+	poppable, staged := m.StoreTimestamp, false
+	if v, ok := commitlog.LookupProperty(m.Properties, propVisibleAt); ok {
+		at, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
+			if t.malformed == 0 {
+				t.badValue = v
+			}
+			t.malformed++
 			return
 		}
+		// Every delivery of a staged copy is checked, a second
+		// re-delivery's too: none may come before its time.
+		if popTime < at {
+			t.early++
+			t.earliest = max(t.earliest, at-popTime)
+		}
+		poppable, staged = max(poppable, at), true
+	}
+	first, ok := commitlog.LookupProperty(m.Properties, pop.PropertyFirstPopTime)
+	if !ok || m.ReconsumeTimes != 1 {
+		return
+	}
+	pt, err := strconv.ParseInt(first, 10, 64)
+	if err != nil {
+		return
+	}
+	t.late = append(t.late, poppable-(pt+t.invisible.Milliseconds()))
+	if staged {
+		t.staged++
+	}
+}
+
+// err reports the broker's faults the tally saw: a staged copy handed out
+// before its RKV_VISIBLE_AT, or an RKV_VISIBLE_AT that is not a time.
+func (t *reviveTally) err() error {
+	var errs []error
+	if t.early > 0 {
+		errs = append(errs, fmt.Errorf("%d staged revive copies popped before their %s, the worst %d ms before it",
+			t.early, propVisibleAt, t.earliest))
+	}
+	if t.malformed > 0 {
+		errs = append(errs, fmt.Errorf("%d revive copies carry an %s that is not ms since the epoch (the first: %q)",
+			t.malformed, propVisibleAt, t.badValue))
+	}
+	return errors.Join(errs...)
+}
+
+// drainRevived pops and acks want re-delivered messages of group and
+// tallies them (reviveTally): each first re-delivery's revive lateness,
+// how many were staged, and fails when the broker handed a staged copy out
+// before its time.
+func drainRevived(ctx context.Context, addr, topic, group string, o popOptions, invisible time.Duration, want int64) (*reviveTally, error) {
+	var mu sync.Mutex
+	tally := &reviveTally{invisible: invisible}
+	seen := func(m popclient.Message, popTime int64) {
 		mu.Lock()
-		late = append(late, m.StoreTimestamp-(pt+invisible.Milliseconds()))
+		tally.add(m, popTime)
 		mu.Unlock()
 	}
 	ackOpts := o
@@ -484,7 +563,10 @@ func drainRevived(ctx context.Context, addr, topic, group string, o popOptions, 
 	if _, _, err := popDrain(ctx, addr, topic, group, ackOpts, want, true, seen); err != nil {
 		return nil, err
 	}
-	return late, nil
+	if err := tally.err(); err != nil {
+		return nil, fmt.Errorf("revive: %w", err)
+	}
+	return tally, nil
 }
 
 // streamRevive measures revive lateness under a steady stream of expiries
@@ -544,10 +626,10 @@ func streamRevive(ctx context.Context, t *target, o popOptions, topic string, r 
 	// Pops of the group also return its re-deliveries once the first
 	// deadlines pass (as a client's would): those expire a second time.
 	// Lateness is measured on the first re-deliveries only.
-	late, err := drainRevived(ctx, t.Addr, topic, group, o, o.streamInvisible, want)
+	tally, err := drainRevived(ctx, t.Addr, topic, group, o, o.streamInvisible, want)
 	if err != nil {
 		return r, err
 	}
-	r.setLateness(late)
+	r.setLateness(tally)
 	return r, nil
 }
