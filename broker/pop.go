@@ -72,6 +72,7 @@ func (b *Broker) startPop() error {
 		QuietOrderLockRelease:  !b.cfg.EnableNotifyAfterPopOrderLockRelease,
 		ReturnActualRetryTopic: b.cfg.PopResponseReturnActualRetryTopic,
 		DropExhaustedRevives:   b.cfg.SkipWhenCKRePutReachMaxTimes,
+		StageAhead:             b.cfg.PopReviveStageAhead,
 		GiveBackWait:           b.reviveGiveBackWait,
 		InMemory: func(phy int64, size int32) bool {
 			return b.current().InitPopOffsetByCheckMsgInMem && b.resident(phy, size)

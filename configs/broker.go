@@ -362,6 +362,12 @@ type Broker struct {
 	// SkipWhenCKRePutReachMaxTimes drops a message whose revive failed 17
 	// times instead of retrying it every 2 h for ever.
 	SkipWhenCKRePutReachMaxTimes bool
+	// PopReviveStageAhead turns POP's staged revive on (rocketkv's own
+	// key, ms; 0 off): when the messages coming due within it would take
+	// revive longer to re-put than the time left, they are copied to the
+	// pop-retry topic ahead of their deadline and handed out from it on
+	// (pop.Config.StageAhead).
+	PopReviveStageAhead time.Duration
 	// EnablePopMessageThreshold makes a non-orderly pop skip a queue of
 	// which the group has more than PopInflightMessageThreshold messages
 	// in flight (popped, neither acknowledged nor revived yet).

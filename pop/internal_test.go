@@ -307,7 +307,7 @@ func TestFailedRevivePutWithTheDispatcherStuckKeepsItsBatch(t *testing.T) {
 	var out []revived
 	for _, in := range batch.Intents() {
 		m := commitlog.Message{Topic: "T", Body: []byte("x")}
-		out = append(out, revived{msg: s.reviveMessage(&m, 16, &in), intent: in})
+		out = append(out, revived{msg: s.reviveMessage(&m, 16, &in, 0), intent: in})
 	}
 	b := s.store.NewBatch()
 	if err := b.PutReviveBatch(&batch); err != nil {
@@ -318,7 +318,7 @@ func TestFailedRevivePutWithTheDispatcherStuckKeepsItsBatch(t *testing.T) {
 	}
 	b.Close()
 
-	err = s.putIntents(context.Background(), queueKey{"G", "T", 0}, out, []kvindex.ReviveBatch{batch}, now)
+	_, err = s.putIntents(context.Background(), queueKey{"G", "T", 0}, out, []kvindex.ReviveBatch{batch}, now)
 	if fb.puts != 1 || fb.waits != 1 {
 		t.Fatalf("%d puts and %d waits for the dispatcher, want 1 and 1", fb.puts, fb.waits)
 	}

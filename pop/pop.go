@@ -416,9 +416,20 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	if err != nil {
 		return readResult{}, err
 	}
-	r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
+	// A pop-retry queue's records are read here: staged copies are
+	// handed out from their time on only (stage.go).
+	retry := src.flag != FlagNormal
+	r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, !retry)
 	if err != nil {
 		return readResult{}, err
+	}
+	var adm *admission
+	if retry {
+		if adm, err = s.admitCopies(req, src, &r, res.PopTime); err != nil {
+			return readResult{}, err
+		}
+		defer adm.finish()
+		s.waitForGate(req.Group, src, adm)
 	}
 	res.RestNum += max(r.max-r.next, 0)
 	res.noteRead(r.lastPhy)
@@ -428,15 +439,23 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	// A queue that fills the pop is its last write: commit it durably,
 	// waited for once the lock is released.
 	last := len(r.offsets) >= remain
-	return r, s.recordPop(req, src, r, res, last, dur)
+	if err := s.recordPop(req, src, r, res, last, dur, adm); err != nil {
+		return readResult{}, err
+	}
+	return r, adm.committed()
 }
 
 // recordPop commits a pop of one queue: its checkpoint, position and
-// committed offset in one batch, noted in dur. The caller holds the
-// queue's lock; with last set the commit is durable, its wait left to dur.
-func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult, last bool, dur *durability) error {
+// committed offset in one batch, noted in dur, with the staged
+// checkpoints whose copies it hands out (adm, nil for none). The caller
+// holds the queue's lock; with last set the commit is durable, its wait
+// left to dur.
+func (s *Service) recordPop(req PopRequest, src source, r readResult, res *PopResult, last bool, dur *durability, adm *admission) error {
 	b := s.store.NewBatch()
 	defer b.Close()
+	if err := adm.write(b); err != nil {
+		return err
+	}
 	// The committed offset follows the smallest offset in flight: an
 	// earlier pop's, else this pop's first, else the new position.
 	fallback := r.next
@@ -647,6 +666,9 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 			if err != nil {
 				return err
 			}
+			if RetryFlagOf(src.topic) != FlagNormal {
+				cutAtGate(&r, s.now()) // a pop would not hand them out yet
+			}
 			for _, rec := range r.records {
 				size += len(rec)
 			}
@@ -732,6 +754,11 @@ func (s *Service) hasMessage(group, topic string, queueID int32, order bool, att
 		maxOff, err := s.cfg.CQ.MaxOffset(t, q)
 		if err != nil || maxOff <= pos {
 			return false, err
+		}
+		if !order && RetryFlagOf(t) != FlagNormal {
+			if gated, err := s.headGated(queueKey{group, t, q}, pos); err != nil || gated {
+				return false, err
+			}
 		}
 		if limit, on := s.inFlightLimit(); on && (!order || readOnly) {
 			if readOnly {

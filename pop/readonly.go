@@ -131,9 +131,18 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 	if err != nil {
 		return readResult{}, err
 	}
-	r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, true)
+	retry := src.flag != FlagNormal
+	r, err := s.readQueue(src.topic, src.queueID, pos, remain, s.cfg.MaxTransferBytes, src.filter, !retry)
 	if err != nil {
 		return readResult{}, err
+	}
+	if retry {
+		// A staged copy is handed out from its time on, here too; the
+		// slave cannot tell whether its message was acknowledged on the
+		// master meanwhile, so it hands it out then (at least once).
+		if at := cutAtGate(&r, popTime); at > 0 {
+			s.gates.at(k, at, s.now())
+		}
 	}
 	on := heldOn{req.Topic, src.queueID}
 	if src.topic != req.Topic {

@@ -65,7 +65,9 @@ func (s *Service) reviveLoop(ctx context.Context) {
 		t0 := time.Now()
 		n, err := s.ReviveOnce(ctx)
 		if n > 0 {
-			s.log.Debug().Int("records", n).Dur("took", time.Since(t0)).Msg("revive round")
+			took := time.Since(t0)
+			s.stage.noteRate(n, took)
+			s.log.Debug().Int("records", n).Dur("took", took).Msg("revive round")
 		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Error().Err(err).Msg("revive round failed")
@@ -73,8 +75,17 @@ func (s *Service) reviveLoop(ctx context.Context) {
 			// before the dispatcher could tell what it stored).
 			left.pending, left.afterFailure = true, true
 		}
+		// What is due comes first; staging ahead uses the time left.
+		staged := 0
+		if err == nil && n < s.cfg.ReviveBatch {
+			staged, err = s.StageOnce(ctx)
+			if err != nil && ctx.Err() == nil {
+				s.log.Error().Err(err).Msg("revive: staging ahead failed")
+				left.pending, left.afterFailure = true, true
+			}
+		}
 		wait := s.cfg.ReviveIdle
-		if n >= s.cfg.ReviveBatch && err == nil {
+		if (n >= s.cfg.ReviveBatch || staged > 0) && err == nil {
 			wait = 0
 		} else if at, ok, err := s.store.NextDue(s.cursor, s.now()+wait.Milliseconds()); err == nil && ok {
 			wait = min(wait, max(time.Duration(at-s.now()+1)*time.Millisecond, 0))
@@ -266,7 +277,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 		names[i] = kvindex.CheckpointName{CKOffset: d.CKOffset, PopTime: d.PopTime}
 	}
 	err := s.store.ReadCheckpoints(k.group, k.topic, k.queueID, names, func(i int, c kvindex.Checkpoint, ok bool) error {
-		if !ok || c.VisibleAt != due[i].VisibleAt {
+		if !ok || c.VisibleAt != due[i].VisibleAt || c.Staged {
 			return b.DeleteOrphanDue(&due[i].Checkpoint)
 		}
 		cks = append(cks, c)
@@ -354,7 +365,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 			}
 			views = append(views, v)
 			in := kvindex.IntentOf(c, off)
-			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in), intent: in})
+			out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in, 0), intent: in})
 			batch.Offsets = append(batch.Offsets, off)
 		}
 		if len(batch.Offsets) > 0 {
@@ -385,9 +396,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 				return 0, err
 			}
 		}
-		for range len(c.Offsets) - len(failed[i]) {
-			s.lateness.add(now - c.VisibleAt)
-		}
+		s.lateness.addN(now-c.VisibleAt, len(c.Offsets)-len(failed[i]))
 	}
 	for i := range batches {
 		if err := b.PutReviveBatch(&batches[i]); err != nil {
@@ -397,7 +406,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	if err := commitDurable(b); err != nil {
 		return 0, err
 	}
-	if err := s.putIntents(ctx, k, out, batches, now); err != nil {
+	if _, err := s.putIntents(ctx, k, out, batches, now); err != nil {
 		return 0, err
 	}
 	handled := 0
@@ -447,8 +456,9 @@ func commitDurable(b *kvindex.PopBatch) error {
 // durable) to the pop-retry topic and the DLQ, and deletes the batches.
 // When a put fails, once the dispatcher has indexed what did reach the
 // CommitLog, the messages not stored go back to their checkpoints, due
-// again after reviveBackoff.
-func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, batches []kvindex.ReviveBatch, now int64) error {
+// again after reviveBackoff (those of a staged revive, to their deadline);
+// put is then false.
+func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, batches []kvindex.ReviveBatch, now int64) (put bool, err error) {
 	var retry, dlq []*commitlog.Message
 	for i := range out {
 		if out[i].msg.Topic == meta.DLQTopic(out[i].intent.Group) {
@@ -459,38 +469,38 @@ func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, bat
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
-	put, ok := s.putRevived(ctx, k, retry, dlq)
+	stored, ok := s.putRevived(ctx, k, retry, dlq)
 	if ok {
 		s.revived.Add(int64(len(retry)))
 		s.dlq.Add(int64(len(dlq)))
 		// Not waited for: a batch a crash keeps finds its messages stored.
 		for i := range batches {
 			if err := b.DeleteReviveBatch(&batches[i]); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return b.Commit(false)
+		return true, b.Commit(false)
 	}
 	// Some may have been put; the dispatcher tells which. Past a shutdown
 	// too: a batch left then is only settled at the next start.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.GiveBackWait)
 	defer cancel()
 	if err := s.cfg.Broker.WaitDispatched(wctx); err != nil {
-		return fmt.Errorf("revive: wait for the dispatch of a failed put (its revive batches are settled once the dispatcher catches up): %w", err)
+		return false, fmt.Errorf("revive: wait for the dispatch of a failed put (its revive batches are settled once the dispatcher catches up): %w", err)
 	}
-	stored, err := s.storedRevives(batches)
+	found, err := s.storedRevives(batches)
 	if err != nil {
-		return fmt.Errorf("revive: find what a failed put stored (its revive batches are settled before a later round): %w", err)
+		return false, fmt.Errorf("revive: find what a failed put stored (its revive batches are settled before a later round): %w", err)
 	}
 	// What a put to another broker group (an acting master's) stored
 	// is not in this CommitLog: the put says it.
-	if len(put) > 0 {
+	if len(stored) > 0 {
 		intents := make(map[*commitlog.Message]*kvindex.ReviveIntent, len(out))
 		for i := range out {
 			intents[out[i].msg] = &out[i].intent
 		}
-		for _, m := range put {
-			stored[reviveKeyOf(intents[m])] = true
+		for _, m := range stored {
+			found[reviveKeyOf(intents[m])] = true
 			if m.Topic == meta.DLQTopic(k.group) {
 				s.dlq.Add(1)
 			} else {
@@ -498,8 +508,8 @@ func (s *Service) putIntents(ctx context.Context, k queueKey, out []revived, bat
 			}
 		}
 	}
-	_, err = s.settle(b, nil, batches, stored, now, true)
-	return err
+	_, err = s.settle(b, nil, batches, found, now, true)
+	return false, err
 }
 
 // revivedKey names a message a revive re-delivers.
@@ -789,9 +799,14 @@ func (s *Service) settle(b *kvindex.PopBatch, legacy []kvindex.ReviveIntent, bat
 		}
 		left = append(left, &legacy[i])
 	}
+	var staged []kvindex.ReviveBatch
 	for i := range batches {
 		if err := b.DeleteReviveBatch(&batches[i]); err != nil {
 			return 0, err
+		}
+		if batches[i].Staged {
+			staged = append(staged, batches[i])
+			continue
 		}
 		for _, in := range batches[i].Intents() {
 			if !stored[reviveKeyOf(&in)] {
@@ -802,7 +817,11 @@ func (s *Service) settle(b *kvindex.PopBatch, legacy []kvindex.ReviveIntent, bat
 	if err := s.giveBack(b, left, now, failed); err != nil {
 		return 0, err
 	}
-	return len(left), commitDurable(b)
+	unstaged, err := s.unstage(b, staged, stored)
+	if err != nil {
+		return 0, err
+	}
+	return len(left) + unstaged, commitDurable(b)
 }
 
 // putRevived puts the revived messages of k to their pop-retry topic and
@@ -918,7 +937,11 @@ func (s *Service) readCopy(topic string, queueID int32, offset int64) (commitlog
 // unless it has one that is not blank, and WAIT=false and DELAY=0 are
 // set. No DLQ_ORIGIN_TOPIC nor DLQ_ORIGIN_MESSAGE_ID: RocketMQ 5.3.3
 // writes them nowhere.
-func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvindex.ReviveIntent) *commitlog.Message {
+//
+// A staged revive (stage.go) passes the time its copy may be handed out
+// as gate (0: at once); the copy carries it as PropertyVisibleAt. A
+// staged copy of the message is never copied along.
+func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvindex.ReviveIntent, gate int64) *commitlog.Message {
 	group := in.Group
 	origin := originalTopic(in.Topic, group)
 	out := &commitlog.Message{
@@ -937,7 +960,8 @@ func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvinde
 		}
 	}
 	set = append(set, [2]string{kvindex.PropertyRevivedFrom, in.PropertyValue()})
-	out.Properties = commitlog.RewriteProperties(m.Properties, []string{PropertyPopCK}, set...)
+	set = stagedSet(set, out.Topic, group, gate)
+	out.Properties = commitlog.RewriteProperties(m.Properties, []string{PropertyPopCK, PropertyVisibleAt}, set...)
 	return out
 }
 
@@ -977,15 +1001,18 @@ type lateness struct {
 
 const latenessSamples = 1 << 16
 
-func (l *lateness) add(ms int64) {
+// addN adds n samples of ms.
+func (l *lateness) addN(ms int64, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.buf) < latenessSamples {
-		l.buf = append(l.buf, ms)
-		return
+	for range n {
+		if len(l.buf) < latenessSamples {
+			l.buf = append(l.buf, ms)
+			continue
+		}
+		l.buf[l.next] = ms
+		l.next = (l.next + 1) % latenessSamples
 	}
-	l.buf[l.next] = ms
-	l.next = (l.next + 1) % latenessSamples
 }
 
 func (l *lateness) samples() []int64 {

@@ -150,6 +150,12 @@ type Config struct {
 	// has more messages in flight (threshold.go). Called for each queue a
 	// pop reads, so it must be cheap; nil is always off.
 	InFlightLimit func() (limit int64, on bool)
+	// StageAhead turns the staged revive on (stage.go): revive copies
+	// messages whose deadline comes within StageAhead to the pop-retry
+	// topic before it, when re-putting them at their deadline would make
+	// them late (a burst of deadlines), and pops hand the copies out from
+	// their deadline on. Zero: off.
+	StageAhead time.Duration
 	// Observer is told of the events RocketMQ's POP metrics count; nil
 	// tells nobody.
 	Observer Observer
@@ -203,6 +209,12 @@ type Service struct {
 	slaveFlight *slaveInFlight
 
 	lateness lateness
+	// stage is the staged revive's state (revive goroutine only), staged
+	// counts the messages it copied, and gates wakes pops held on a
+	// pop-retry queue when its next staged copy may be handed out.
+	stage  stager
+	staged atomic.Int64
+	gates  *gateWakes
 	// cursor is the revive loop's lower bound: no record is due before
 	// it, so scans skip the tombstones below it. Writers of a deadline
 	// report it to lowDeadline once their batch is committed
@@ -280,6 +292,8 @@ func New(cfg Config) (*Service, error) {
 		reqCount: map[string]uint64{},
 		wake:     make(chan struct{}, 1),
 	}
+	s.gates = newGateWakes(cfg.OnQueueReady)
+	s.startStager()
 	s.handed = newHandedOut(cfg.OnQueueReady, s.now)
 	s.slaveOrd = newSlaveOrders(s.store)
 	s.slaveFlight = newSlaveInFlight(s.wakeReleasedReadOnly)
@@ -487,6 +501,7 @@ func (s *Service) Start() {
 // count).
 func (s *Service) Close() error {
 	s.orderWakes.close()
+	s.gates.close()
 	s.handed.close()
 	s.slaveFlight.close()
 	if s.cancel == nil {

@@ -1,0 +1,741 @@
+package pop
+
+// Staged revive (Config.StageAhead): re-putting messages before their
+// deadline so that a burst of deadlines does not wait for revive.
+//
+// Revive re-puts what is due at some 100,000 messages a second on two
+// cores; a million pops made within a few seconds and left unacknowledged
+// come due within those seconds, and the last of them would wait ten. The
+// staged revive does that work ahead, while revive is idle: when the
+// messages due in the next moments would take longer to re-put than the
+// time left before their deadlines (plan), it copies them to the pop-retry
+// topic in deadline order, each copy carrying PropertyVisibleAt, and marks
+// their checkpoints staged (kvindex.Checkpoint.Staged: no deadline entry,
+// so revive leaves them). A pop of a pop-retry queue stops at the first
+// copy whose PropertyVisibleAt lies ahead (the copies of a staging round
+// all carry the round's last deadline, and rounds go forward in deadline
+// order, so the queue's copies come in order of that time), and hands out
+// a copy only while its message is still in its staged checkpoint,
+// removing it there in the same commit: a message acknowledged, or given a
+// new invisible time, before its deadline leaves its copy to be skipped.
+//
+//	deadlines:    |--- due now: revive ---|--- staged ahead ---|--- not yet ---|
+//	                                   now            frontier      now+StageAhead
+//
+// Staging writes the same revive batches as revive (one durable commit of
+// the staged checkpoints and their batches before the put), so a crash
+// settles them the same way: the copies a put stored stay staged, and a
+// checkpoint with a copy not stored is unstaged, to be revived at its
+// deadline (its stored copies are then skipped).
+//
+// A checkpoint is staged only when all of its messages can be copied now
+// to the pop-retry topic: not when one goes to the DLQ (a DLQ copy cannot
+// wait), cannot be read, or the checkpoint failed a revive before; those
+// are revived at their deadline. Nor while an acting master's revive runs.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/meta"
+)
+
+// PropertyVisibleAt is the property of a staged revive's copy: when it
+// may be handed out, in ms since the epoch (the last deadline of its
+// staging round). Pops never hand the copy out before.
+const PropertyVisibleAt = "RKV_VISIBLE_AT"
+
+// stager is the staged revive's state, used by the revive goroutine only.
+type stager struct {
+	// frontier is the deadline staging goes on from: every checkpoint
+	// due before it that is still unstaged is left to revive. It only
+	// goes forward, so the copies' PropertyVisibleAt do too.
+	frontier int64
+	// until is the last deadline the current plan stages to.
+	until int64
+	// nextPlan is when plan looks ahead again.
+	nextPlan int64
+	// rate estimates the messages a second revive re-puts.
+	rate float64
+}
+
+const (
+	// stageInitialRate is the re-put rate assumed before one is
+	// measured: on the low side, so staging starts early rather than
+	// late.
+	stageInitialRate = 20000
+	// stageSlack is how much earlier than the estimate a staging run
+	// starts.
+	stageSlack = time.Second
+	// stagePlanEvery is how often plan looks ahead while no run goes on.
+	stagePlanEvery = time.Second
+	// stageSpan bounds the deadlines of one staging round: its copies
+	// are handed out at its last deadline, so the earliest of them wait
+	// at most this long past theirs.
+	stageSpan = 50 * time.Millisecond
+	// stagePlanScan bounds the deadline entries one plan reads.
+	stagePlanScan = 1 << 18
+	// stageRateSample is the least number of messages a round must
+	// handle for its rate to count.
+	stageRateSample = 256
+)
+
+// startStager sets the frontier of a service starting: the copies an
+// earlier run staged carry times up to StageAhead past its last plan, so
+// staging starts past now+StageAhead and their order holds.
+func (s *Service) startStager() {
+	s.stage = stager{frontier: s.now() + s.cfg.StageAhead.Milliseconds(), rate: stageInitialRate}
+}
+
+// noteRate folds a round's throughput into the re-put rate estimate.
+func (st *stager) noteRate(messages int, took time.Duration) {
+	if messages < stageRateSample || took <= 0 {
+		return
+	}
+	r := float64(messages) / took.Seconds()
+	st.rate = 0.7*st.rate + 0.3*r
+}
+
+// StageOnce runs one staging round when a plan calls for one and returns
+// how many messages it staged. It runs on the revive goroutine only (or
+// in tests, instead of it).
+func (s *Service) StageOnce(ctx context.Context) (int, error) {
+	if s.cfg.StageAhead <= 0 || s.acting.Load() != nil {
+		return 0, nil
+	}
+	now := s.now()
+	from := max(s.stage.frontier, now+1)
+	if from > s.stage.until {
+		if now < s.stage.nextPlan {
+			return 0, nil
+		}
+		s.stage.nextPlan = now + stagePlanEvery.Milliseconds()
+		until, err := s.plan(now, from)
+		if err != nil || until == 0 {
+			return 0, err
+		}
+		s.stage.until = until
+	}
+	next, ok, err := s.store.NextDue(from, s.stage.until)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		s.stage.frontier = s.stage.until + 1
+		return 0, nil
+	}
+	before := min(s.stage.until, next+stageSpan.Milliseconds())
+	byQueue := map[queueKey][]kvindex.DueEntry{}
+	var order []queueKey
+	scanned := 0
+	gate := int64(0)
+	err = s.store.DueEntries(next, before, s.cfg.ReviveBatch, func(d kvindex.DueEntry) bool {
+		gate = d.VisibleAt
+		k := queueKey{d.Group, d.Topic, d.QueueID}
+		if _, ok := byQueue[k]; !ok {
+			order = append(order, k)
+		}
+		byQueue[k] = append(byQueue[k], d)
+		scanned += d.Count
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	staged, err := s.stageQueues(ctx, order, byQueue, gate, now)
+	if err != nil {
+		return staged, err
+	}
+	s.stage.noteRate(staged, time.Since(t0))
+	switch {
+	case scanned < s.cfg.ReviveBatch:
+		s.stage.frontier = before + 1
+	case staged == 0:
+		s.stage.frontier = gate + 1
+	default:
+		// A full round: entries at its last deadline may be left; they
+		// are staged next with the same time, which keeps the order.
+		s.stage.frontier = gate
+	}
+	if staged > 0 {
+		s.log.Debug().Int("messages", staged).Int64("visibleAt", gate).Msg("revive: staged ahead of their deadline")
+	}
+	return staged, nil
+}
+
+// plan looks at the deadlines from from to now+StageAhead and returns the
+// last one staging must start for now: one whose messages, with all due
+// before it from from on, would take longer to re-put at the estimated
+// rate than the time left before it (less stageSlack). 0: none.
+func (s *Service) plan(now, from int64) (int64, error) {
+	horizon := now + s.cfg.StageAhead.Milliseconds()
+	if from > horizon {
+		return 0, nil
+	}
+	perMessage := 1000 / s.stage.rate // ms
+	slack := stageSlack.Milliseconds()
+	var until int64
+	messages, entries := 0, 0
+	err := s.store.DueEntries(from, horizon, 0, func(d kvindex.DueEntry) bool {
+		messages += d.Count
+		entries++
+		if float64(messages)*perMessage >= float64(d.VisibleAt-now-slack) {
+			until = d.VisibleAt
+		}
+		return entries < stagePlanScan
+	})
+	return until, err
+}
+
+// stageQueues stages the due entries of each queue, a few queues at once
+// as revive rounds do, and returns how many messages it staged.
+func (s *Service) stageQueues(ctx context.Context, order []queueKey, byQueue map[queueKey][]kvindex.DueEntry, gate, now int64) (int, error) {
+	work := make(chan queueKey)
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	var staged atomic.Int64
+	for w := 0; w < min(reviveWorkers, len(order)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				n, err := s.stageQueue(ctx, k, byQueue[k], gate, now)
+				staged.Add(int64(n))
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, k := range order {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return int(staged.Load()), firstErr
+}
+
+// stageQueue copies the messages of one queue's checkpoints due in the
+// round to the pop-retry topic with PropertyVisibleAt gate, marking the
+// checkpoints staged; a checkpoint it cannot stage whole is left to
+// revive. It returns how many messages it staged.
+func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueEntry, gate, now int64) (int, error) {
+	unlock := s.lock(k.group, k.topic, k.queueID)
+	defer unlock()
+	hold := s.store.HoldTopic(k.topic)
+	defer hold.Release()
+	if gone, err := s.topicGone(originalTopic(k.topic, k.group)); err != nil || gone {
+		return 0, err // revive drops its checkpoints at their deadline
+	}
+	maxTimes, groupExists, err := s.cfg.Broker.RetryMaxTimes(k.group)
+	if err != nil || !groupExists {
+		return 0, err
+	}
+	names := make([]kvindex.CheckpointName, len(due))
+	for i, d := range due {
+		names[i] = kvindex.CheckpointName{CKOffset: d.CKOffset, PopTime: d.PopTime}
+	}
+	var cks []kvindex.Checkpoint
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	err = s.store.ReadCheckpoints(k.group, k.topic, k.queueID, names, func(i int, c kvindex.Checkpoint, ok bool) error {
+		// Acked or moved since the scan, or revived once already and
+		// failed: left as it is.
+		if ok && c.VisibleAt == due[i].VisibleAt && !c.Staged && c.Attempts == 0 {
+			cks = append(cks, c)
+			first, last = min(first, c.Offsets[0]), max(last, c.Offsets[len(c.Offsets)-1])
+		}
+		return nil
+	})
+	if err != nil || len(cks) == 0 {
+		return 0, err
+	}
+	entries := map[int64]cq.Entry{}
+	if span := last - first + 1; span <= maxReviveSpan {
+		es, err := s.cfg.CQ.Get(k.topic, k.queueID, first, int(span))
+		if err != nil {
+			return 0, fmt.Errorf("stage: read %s/%d@%d: %w", k.topic, k.queueID, first, err)
+		}
+		for _, e := range es {
+			entries[e.QueueOffset] = e
+		}
+	}
+	var views []*commitlog.View
+	defer func() {
+		for _, v := range views {
+			v.Release()
+		}
+	}()
+	floors, err := s.floors(k.group, k.topic)
+	if err != nil {
+		return 0, err
+	}
+	var out []revived
+	var batches []kvindex.ReviveBatch
+	var stagedCks []kvindex.Checkpoint
+	for i := range cks {
+		c := &cks[i]
+		copies, ok := s.stageCopies(c, entries, maxTimes, gate, &views)
+		if !ok {
+			continue
+		}
+		out = append(out, copies...)
+		batch := kvindex.ReviveBatch{Checkpoint: *c, Floors: floors}
+		batch.Staged = true
+		batches = append(batches, batch)
+		stagedCks = append(stagedCks, *c)
+	}
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	b := s.store.NewBatch()
+	defer b.Close()
+	for i := range stagedCks {
+		if err := b.StageCheckpoint(&stagedCks[i]); err != nil {
+			return 0, err
+		}
+		s.lateness.addN(gate-stagedCks[i].VisibleAt, len(stagedCks[i].Offsets))
+	}
+	for i := range batches {
+		if err := b.PutReviveBatch(&batches[i]); err != nil {
+			return 0, err
+		}
+	}
+	if err := commitDurable(b); err != nil {
+		return 0, err
+	}
+	if put, err := s.putIntents(ctx, k, out, batches, now); err != nil || !put {
+		return 0, err
+	}
+	s.staged.Add(int64(len(out)))
+	// Pops held on the pop-retry queue wake when the copies may be
+	// handed out.
+	s.gates.at(queueKey{k.group, s.reviveTopic(originalTopic(k.topic, k.group), k.group), 0}, gate, s.now())
+	return len(out), nil
+}
+
+// stageCopies builds the copies of every message of c, each with
+// PropertyVisibleAt gate, adding the views their bodies alias to views;
+// ok is false when c is not to be staged: a message goes to the DLQ, or
+// cannot be read (gone to retention included: revive drops it).
+func (s *Service) stageCopies(c *kvindex.Checkpoint, entries map[int64]cq.Entry, maxTimes int32, gate int64, views *[]*commitlog.View) ([]revived, bool) {
+	out := make([]revived, 0, len(c.Offsets))
+	var mine []*commitlog.View
+	for _, off := range c.Offsets {
+		m, v, ok, err := s.readEntry(c.Topic, c.QueueID, off, entries)
+		if err != nil || !ok || m.ReconsumeTimes >= maxTimes {
+			if v != nil {
+				v.Release()
+			}
+			for _, v := range mine {
+				v.Release()
+			}
+			return nil, false
+		}
+		if v != nil {
+			mine = append(mine, v)
+		}
+		in := kvindex.IntentOf(c, off)
+		out = append(out, revived{msg: s.reviveMessage(&m, maxTimes, &in, gate), intent: in})
+	}
+	*views = append(*views, mine...)
+	return out, true
+}
+
+// unstage takes the staged mark off the checkpoints of staged revive
+// batches whose put did not store every copy, in b: revive then
+// re-delivers their messages at their deadline, and a pop skips the copies
+// that were stored (their checkpoint is no longer staged). The caller
+// holds the queue's lock. It returns how many messages are due again.
+func (s *Service) unstage(b *kvindex.PopBatch, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (int, error) {
+	n := 0
+	for i := range batches {
+		r := &batches[i]
+		whole := true
+		for _, in := range r.Intents() {
+			whole = whole && stored[reviveKeyOf(&in)]
+		}
+		if whole {
+			continue
+		}
+		c, ok, err := s.store.Checkpoint(r.Group, r.Topic, r.QueueID, r.CKOffset, r.PopTime)
+		if err != nil {
+			return n, err
+		}
+		if !ok || !c.Staged {
+			continue // acknowledged meanwhile
+		}
+		if err := b.UnstageCheckpoint(&c); err != nil {
+			return n, err
+		}
+		n += len(c.Offsets)
+	}
+	return n, nil
+}
+
+// stagedCopy reads the staged-revive properties of a pop-retry record:
+// when it may be handed out (staged false: it carries none, or one that
+// is not a number) and the message it copies (named false: none named).
+func stagedCopy(rec []byte) (visibleAt int64, from kvindex.ReviveIntent, staged, named bool) {
+	m, err := commitlog.Decode(rec)
+	if err != nil {
+		return 0, from, false, false
+	}
+	v, ok := commitlog.LookupProperty(m.Properties, PropertyVisibleAt)
+	if !ok {
+		return 0, from, false, false
+	}
+	visibleAt, err = strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, from, false, false
+	}
+	if p, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom); ok {
+		if in, err := kvindex.ParseRevivedFrom(p); err == nil {
+			return visibleAt, in, true, true
+		}
+	}
+	return visibleAt, from, true, false
+}
+
+// cutAtGate drops from r the staged copies not to be handed out before a
+// later time than now, and all after the first of them; r.next becomes
+// its offset. It returns that time (0: none).
+func cutAtGate(r *readResult, now int64) int64 {
+	for i, rec := range r.records {
+		if rec == nil {
+			continue
+		}
+		if at, _, staged, _ := stagedCopy(rec); staged && at > now {
+			r.truncateKept(i, i)
+			return at
+		}
+	}
+	return 0
+}
+
+// admission is what a pop of a pop-retry queue holds for the staged copies
+// it hands out: the checkpoints of their messages with those removed, to
+// be rewritten in the pop's commit, and the locks and topic holds of
+// their queues, released by finish.
+type admission struct {
+	s         *Service
+	originals map[stagedName]*kvindex.Checkpoint
+	order     []stagedName
+	queues    []queueKey
+	release   []func()
+	// gateAt is the time of the first copy not to be handed out yet (0:
+	// none met); busy is set when the lock of a copy's queue was taken.
+	gateAt int64
+	busy   bool
+}
+
+// stagedName names a checkpoint of any queue.
+type stagedName struct {
+	queueKey
+	ckOffset, popTime int64
+}
+
+// admitCopies takes out of r (a pop of group's pop-retry queue src, whose
+// lock the caller holds) what a pop must not hand out: the staged copies
+// not yet visible at now and everything after the first of them, and the
+// copies whose message is no longer in its staged checkpoint (acked or
+// given a new invisible time before its deadline, or unstaged after a
+// put that failed), which are skipped. A copy whose queue's lock another
+// goroutine holds ends the pop's read there. The caller writes the
+// admission's checkpoints in the pop's commit and then calls finish.
+func (s *Service) admitCopies(req PopRequest, src source, r *readResult, now int64) (*admission, error) {
+	a := &admission{s: s, originals: map[stagedName]*kvindex.Checkpoint{}}
+	own := s.stripe(req.Group, src.topic, src.queueID)
+	locked := map[*sync.Mutex]bool{own: true}
+	held := map[string]bool{src.topic: true}
+	gone := map[string]bool{}
+	keep := 0
+	n := len(r.offsets)
+	for i := 0; i < n; i++ {
+		rec := r.records[i]
+		handOut := true
+		if rec != nil {
+			at, in, staged, named := stagedCopy(rec)
+			if staged && at > now {
+				a.gateAt = at
+				r.truncateKept(keep, i)
+				return a, nil
+			}
+			if staged && named && in.Group == req.Group {
+				m := s.stripe(in.Group, in.Topic, in.QueueID)
+				if !locked[m] {
+					if !m.TryLock() {
+						a.busy = true
+						r.truncateKept(keep, i)
+						return a, nil
+					}
+					locked[m] = true
+					a.release = append(a.release, m.Unlock)
+				}
+				if !held[in.Topic] {
+					release, live, err := s.holdLive(req, in.Topic)
+					a.release = append(a.release, release)
+					if err != nil {
+						a.finish()
+						return nil, err
+					}
+					held[in.Topic], gone[in.Topic] = true, !live
+				}
+				var err error
+				if handOut, err = a.take(in, gone[in.Topic]); err != nil {
+					a.finish()
+					return nil, err
+				}
+			}
+		}
+		if handOut {
+			r.offsets[keep], r.records[keep], r.entries[keep] = r.offsets[i], r.records[i], r.entries[i]
+			keep++
+		}
+	}
+	r.offsets, r.records, r.entries = r.offsets[:keep], r.records[:keep], r.entries[:keep]
+	r.recount()
+	return a, nil
+}
+
+// truncateKept ends r at the message at index cut, of which the first
+// kept were kept.
+func (r *readResult) truncateKept(kept, cut int) {
+	r.next = r.entries[cut].QueueOffset
+	r.offsets, r.records, r.entries = r.offsets[:kept], r.records[:kept], r.entries[:kept]
+	r.recount()
+}
+
+// recount sets r.bytes from its messages.
+func (r *readResult) recount() {
+	r.bytes = 0
+	for i, rec := range r.records {
+		if rec != nil {
+			r.bytes += len(rec)
+		} else {
+			r.bytes += int(r.entries[i].Size)
+		}
+	}
+}
+
+// take decides whether the staged copy of in is handed out: only while its
+// message is still in its staged checkpoint, from which it is removed.
+// The caller holds the lock and a hold of in's queue; gone says the
+// topic was deleted since the pop began.
+func (a *admission) take(in kvindex.ReviveIntent, gone bool) (bool, error) {
+	if gone {
+		return false, nil
+	}
+	f, ok, err := a.s.store.InFlightAt(in.Group, in.Topic, in.QueueID, in.QueueOffset)
+	if err != nil {
+		return false, fmt.Errorf("staged copy of %s/%d@%d: %w", in.Topic, in.QueueID, in.QueueOffset, err)
+	}
+	if !ok || !f.Staged {
+		return false, nil
+	}
+	name := stagedName{queueKey{in.Group, in.Topic, in.QueueID}, f.CKOffset, f.PopTime}
+	c := a.originals[name]
+	if c == nil {
+		got, ok, err := a.s.store.Checkpoint(in.Group, in.Topic, in.QueueID, f.CKOffset, f.PopTime)
+		if err != nil {
+			return false, fmt.Errorf("staged copy of %s/%d@%d: %w", in.Topic, in.QueueID, in.QueueOffset, err)
+		}
+		if !ok {
+			return false, nil
+		}
+		c = &got
+		a.originals[name] = c
+		a.order = append(a.order, name)
+		if !containsQueue(a.queues, name.queueKey) {
+			a.queues = append(a.queues, name.queueKey)
+		}
+	}
+	return len(c.Remove([]int64{in.QueueOffset})) == 1, nil
+}
+
+func containsQueue(qs []queueKey, k queueKey) bool {
+	for _, q := range qs {
+		if q == k {
+			return true
+		}
+	}
+	return false
+}
+
+// write rewrites, in b, the checkpoints whose copies the pop hands out.
+func (a *admission) write(b *kvindex.PopBatch) error {
+	if a == nil {
+		return nil
+	}
+	for _, name := range a.order {
+		if err := b.RewriteCheckpoint(a.originals[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// committed moves the committed offsets of the queues whose staged
+// checkpoints the pop's commit changed, once it is committed, and wakes
+// pops the in-flight threshold held on them.
+func (a *admission) committed() error {
+	if a == nil {
+		return nil
+	}
+	var errs []error
+	for _, k := range a.queues {
+		if err := a.s.moveCommitted(k.group, k.topic, k.queueID); err != nil {
+			errs = append(errs, err)
+		}
+		a.s.wakeReleased(k.group, k.topic, k.queueID)
+	}
+	return errors.Join(errs...)
+}
+
+// finish releases the locks and holds of the admission.
+func (a *admission) finish() {
+	if a == nil {
+		return
+	}
+	for i := len(a.release) - 1; i >= 0; i-- {
+		a.release[i]()
+	}
+	a.release = nil
+}
+
+// stageBusyRetry is how soon the pops held on a pop-retry queue wake again
+// when a pop stopped at a staged copy whose message's queue another
+// goroutine held.
+const stageBusyRetry = 5 * time.Millisecond
+
+// waitForGate makes the pops held on a pop-retry queue whose read stopped
+// at a staged copy wake when it may be handed out, or soon when the pop
+// stopped at a busy lock.
+func (s *Service) waitForGate(group string, src source, adm *admission) {
+	k := queueKey{group, src.topic, src.queueID}
+	now := s.now()
+	switch {
+	case adm.gateAt > 0:
+		s.gates.at(k, adm.gateAt, now)
+	case adm.busy:
+		s.gates.at(k, now+stageBusyRetry.Milliseconds(), now)
+	}
+}
+
+// headGated reports whether the message at pos of the pop-retry queue k
+// is a staged copy not to be handed out yet, making the held pops of k
+// wake when it may be.
+func (s *Service) headGated(k queueKey, pos int64) (bool, error) {
+	es, err := s.cfg.CQ.Get(k.topic, k.queueID, pos, 1)
+	if err != nil || len(es) == 0 {
+		return false, err
+	}
+	v, err := s.cfg.Log.Read(es[0].PhyOffset, es[0].Size)
+	if errors.Is(err, commitlog.ErrOffsetOutOfRange) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s/%d@%d: %w", k.topic, k.queueID, pos, err)
+	}
+	defer v.Release()
+	now := s.now()
+	if at, _, staged, _ := stagedCopy(v.Data); staged && at > now {
+		s.gates.at(k, at, now)
+		return true, nil
+	}
+	return false, nil
+}
+
+// gateWakes wakes the pops held on pop-retry queues when a staged copy
+// they stopped at may be handed out.
+type gateWakes struct {
+	notify func(topic, group string, queueID int32)
+
+	mu     sync.Mutex
+	timers map[queueKey]*gateWake
+	closed bool
+}
+
+type gateWake struct {
+	at int64
+	t  *time.Timer
+}
+
+func newGateWakes(notify func(topic, group string, queueID int32)) *gateWakes {
+	return &gateWakes{notify: notify, timers: map[queueKey]*gateWake{}}
+}
+
+// at makes sure the held pops of k wake at the time at (ms since the
+// epoch) or earlier.
+func (w *gateWakes) at(k queueKey, at, now int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	if old := w.timers[k]; old != nil {
+		if old.at <= at {
+			return
+		}
+		old.t.Stop()
+	}
+	e := &gateWake{at: at}
+	w.timers[k] = e
+	e.t = time.AfterFunc(time.Duration(max(at-now, 0))*time.Millisecond, func() { w.fire(k, e) })
+}
+
+func (w *gateWakes) fire(k queueKey, e *gateWake) {
+	w.mu.Lock()
+	current := w.timers[k] == e && !w.closed
+	if current {
+		delete(w.timers, k)
+	}
+	w.mu.Unlock()
+	if current {
+		w.notify(k.topic, k.group, k.queueID)
+	}
+}
+
+// close stops the timers.
+func (w *gateWakes) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for k, e := range w.timers {
+		e.t.Stop()
+		delete(w.timers, k)
+	}
+}
+
+// StagedCount returns how many messages staged revives copied ahead of
+// their deadline.
+func (s *Service) StagedCount() int64 { return s.staged.Load() }
+
+// stagedSet marks the topic of a message revive puts: a copy for the DLQ
+// never carries PropertyVisibleAt.
+func stagedSet(set [][2]string, topic, group string, gate int64) [][2]string {
+	if gate > 0 && topic != meta.DLQTopic(group) {
+		set = append(set, [2]string{PropertyVisibleAt, strconv.FormatInt(gate, 10)})
+	}
+	return set
+}

@@ -1,0 +1,374 @@
+package pop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
+)
+
+// memQueues is a ConsumeQueue of any number of topics in memory.
+type memQueues struct {
+	cq.Store
+	mu     sync.Mutex
+	queues map[string][]cq.Entry // topic/queue -> entries from offset 0
+}
+
+func queueName(topic string, queueID int32) string { return topic + "/" + strconv.Itoa(int(queueID)) }
+
+func (q *memQueues) MinOffset(string, int32) (int64, error) { return 0, nil }
+
+func (q *memQueues) MaxOffset(topic string, queueID int32) (int64, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return int64(len(q.queues[queueName(topic, queueID)])), nil
+}
+
+func (q *memQueues) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	es := q.queues[queueName(topic, queueID)]
+	if from >= int64(len(es)) {
+		return nil, nil
+	}
+	return slices.Clone(es[from:min(int64(len(es)), from+int64(max))]), nil
+}
+
+// storingBroker stores what a revive puts: in the CommitLog and in queue 0
+// of its topic, as a broker with its dispatcher does (failPuts puts fail
+// before storing anything).
+type storingBroker struct {
+	log      *commitlog.Log
+	queues   *memQueues
+	failPuts int
+}
+
+func (b *storingBroker) ReadQueueNums(string) (int, bool, error)   { return 1, true, nil }
+func (b *storingBroker) EnsureTopic(string) error                  { return nil }
+func (b *storingBroker) RetryMaxTimes(string) (int32, bool, error) { return 16, true, nil }
+func (b *storingBroker) WaitDispatched(context.Context) error      { return nil }
+
+func (b *storingBroker) Put(_ context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error) {
+	if b.failPuts > 0 {
+		b.failPuts--
+		return 0, errors.New("put refused")
+	}
+	for _, m := range msgs {
+		if err := b.store(m); err != nil {
+			return 0, err
+		}
+	}
+	return commitlog.PutOK, nil
+}
+
+func (b *storingBroker) store(m *commitlog.Message) error {
+	b.queues.mu.Lock()
+	defer b.queues.mu.Unlock()
+	name := queueName(m.Topic, m.QueueID)
+	m.QueueOffset = int64(len(b.queues.queues[name]))
+	res, err := b.log.Append(context.Background(), commitlog.AppendRequest{Message: m})
+	if err != nil {
+		return err
+	}
+	b.queues.queues[name] = append(b.queues.queues[name], cq.Entry{QueueOffset: m.QueueOffset, PhyOffset: res.PhyOffset,
+		Size: res.Records[0].Size})
+	return nil
+}
+
+// stageHarness is a Service with staged revive on, over topic T (queue 0)
+// holding n messages, with a clock the test moves.
+type stageHarness struct {
+	svc    *Service
+	broker *storingBroker
+	now    int64
+	ready  chan string // OnQueueReady calls, "topic/queue"
+}
+
+func newStageHarness(t *testing.T, n int) *stageHarness {
+	t.Helper()
+	db := openIndex(t)
+	l := openTestLog(t)
+	h := &stageHarness{now: 1_000_000, ready: make(chan string, 64)}
+	h.broker = &storingBroker{log: l, queues: &memQueues{queues: map[string][]cq.Entry{}}}
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	for i := range n {
+		if err := h.broker.store(&commitlog.Message{Topic: "T", Body: []byte(fmt.Sprintf("m%d", i)), BornHost: host, StoreHost: host}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := New(Config{DB: db, CQ: h.broker.queues, Log: l, Offsets: db.ConsumerOffsets(), Broker: h.broker,
+		StoreHost: host, StageAhead: 30 * time.Second, RetryFirstPercent: -1,
+		OnQueueReady: func(topic, _ string, queueID int32) {
+			select {
+			case h.ready <- queueName(topic, queueID):
+			default:
+			}
+		},
+		Now: func() time.Time { return time.UnixMilli(h.now) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	h.svc = svc
+	return h
+}
+
+// popAll pops up to 32 messages of T with the clock at now and returns
+// them decoded.
+func (h *stageHarness) popAll(t *testing.T, invisible int64) []commitlog.Message {
+	t.Helper()
+	res, err := h.svc.Pop(PopRequest{Group: "G", Topic: "T", QueueID: 0, MaxMsgNums: 32, InvisibleTime: invisible})
+	if err != nil {
+		t.Fatalf("pop: %v", err)
+	}
+	var out []commitlog.Message
+	for _, rec := range res.Records {
+		m, err := commitlog.Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := commitlog.LookupProperty(m.Properties, PropertyVisibleAt); ok {
+			if at, err := strconv.ParseInt(v, 10, 64); err != nil || at > res.PopTime {
+				t.Fatalf("a staged copy visible at %s handed out at %d", v, res.PopTime)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func (h *stageHarness) stage(t *testing.T) int {
+	t.Helper()
+	n, err := h.svc.StageOnce(context.Background())
+	if err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+	return n
+}
+
+func bodies(ms []commitlog.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, string(m.Body))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestStagedReviveHandsCopiesOutAtTheirDeadline walks a staged revive: no
+// staging while there is time, copies made ahead once re-putting would
+// not be done in time, none handed out before the deadline, the copy of a
+// message acknowledged meanwhile skipped, the others handed out at the
+// deadline with their original's committed offset moved past them.
+func TestStagedReviveHandsCopiesOutAtTheirDeadline(t *testing.T) {
+	h := newStageHarness(t, 4)
+	first := h.popAll(t, 60_000) // deadline 1,060,000
+	if len(first) != 4 {
+		t.Fatalf("first pop: %d messages, want 4", len(first))
+	}
+	h.now = 1_040_000
+	if n := h.stage(t); n != 0 {
+		t.Fatalf("staged %d messages 20 s before their deadline; 4 messages take far less to re-put", n)
+	}
+	h.now = 1_059_500
+	h.svc.stage.nextPlan = 0
+	if n := h.stage(t); n != 4 {
+		t.Fatalf("staged %d messages within the slack before their deadline, want 4", n)
+	}
+	ck, ok, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000)
+	if err != nil || !ok || !ck.Staged || len(ck.Offsets) != 4 {
+		t.Fatalf("checkpoint after staging: %+v %v %v", ck, ok, err)
+	}
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("revive at the deadline of staged messages handled %d (%v), want 0", n, err)
+	}
+	// The consumer acks m1 before its deadline, through its first handle.
+	h.now = 1_059_600
+	if _, err := h.svc.Ack("G", "T", 0, 1, Handle{CKOffset: 0, PopTime: 1_000_000, InvisibleTime: 60_000}); err != nil {
+		t.Fatal(err)
+	}
+	h.now = 1_059_700
+	if got := h.popAll(t, 60_000); len(got) != 0 {
+		t.Fatalf("pop before the deadline got %v", bodies(got))
+	}
+	h.now = 1_060_000
+	got := h.popAll(t, 60_000)
+	if want := []string{"m0", "m2", "m3"}; !slices.Equal(bodies(got), want) {
+		t.Fatalf("pop at the deadline got %v, want %v (m1 was acknowledged)", bodies(got), want)
+	}
+	for _, m := range got {
+		if m.ReconsumeTimes != 1 {
+			t.Fatalf("copy %s reconsumeTimes %d, want 1", m.Body, m.ReconsumeTimes)
+		}
+	}
+	if _, ok, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000); err != nil || ok {
+		t.Fatalf("the staged checkpoint is still there after its copies were handed out (%v)", err)
+	}
+	if off, _, err := h.svc.cfg.Offsets.Get("G", "T", 0); err != nil || off != 4 {
+		t.Fatalf("committed offset of T/0: %d (%v), want 4", off, err)
+	}
+	if got := h.popAll(t, 60_000); len(got) != 0 {
+		t.Fatalf("a second pop got %v", bodies(got))
+	}
+}
+
+// TestStagedCopyOfAMessageGivenANewInvisibleTimeIsSkipped: a change of
+// invisible time after the staging takes the message out of its staged
+// checkpoint, so its copy is skipped and revive re-delivers it at its new
+// deadline.
+func TestStagedCopyOfAMessageGivenANewInvisibleTimeIsSkipped(t *testing.T) {
+	h := newStageHarness(t, 2)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	if n := h.stage(t); n != 2 {
+		t.Fatalf("staged %d, want 2", n)
+	}
+	res, err := h.svc.ChangeInvisibleTime("G", "T", 0, 0, Handle{CKOffset: 0, PopTime: 1_000_000, InvisibleTime: 60_000}, 120_000)
+	if err != nil || !res.Changed {
+		t.Fatalf("change invisible time: %+v %v", res, err)
+	}
+	h.now = 1_060_000
+	if got := h.popAll(t, 600_000); !slices.Equal(bodies(got), []string{"m1"}) {
+		t.Fatalf("pop at the first deadline got %v, want [m1]", bodies(got))
+	}
+	h.now = 1_059_500 + 120_000
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("revive at the new deadline handled %d (%v), want 1", n, err)
+	}
+	if got := h.popAll(t, 60_000); !slices.Equal(bodies(got), []string{"m0"}) {
+		t.Fatalf("pop after the revive got %v, want [m0]", bodies(got))
+	}
+}
+
+// TestFailedStagedPutIsRevivedAtTheDeadline: a staging whose put fails
+// unstages its checkpoint (its deadline entry back), and revive
+// re-delivers the messages at their deadline as usual.
+func TestFailedStagedPutIsRevivedAtTheDeadline(t *testing.T) {
+	h := newStageHarness(t, 3)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	h.broker.failPuts = 1
+	if n := h.stage(t); n != 0 {
+		t.Fatalf("a staging whose put failed staged %d", n)
+	}
+	ck, ok, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000)
+	if err != nil || !ok || ck.Staged || len(ck.Offsets) != 3 || ck.VisibleAt != 1_060_000 {
+		t.Fatalf("checkpoint after the failed staging: %+v %v %v", ck, ok, err)
+	}
+	h.now = 1_060_000
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 3 {
+		t.Fatalf("revive at the deadline handled %d (%v), want 3", n, err)
+	}
+	if got := h.popAll(t, 60_000); !slices.Equal(bodies(got), []string{"m0", "m1", "m2"}) {
+		t.Fatalf("pop after the revive got %v", bodies(got))
+	}
+}
+
+// TestStagedCopiesAreLeftWhenTheirCheckpointWasUnstaged: copies a put
+// stored before it failed are skipped once the checkpoint is unstaged, so
+// the message is re-delivered once, by revive, not twice.
+func TestStagedCopiesAreLeftWhenTheirCheckpointWasUnstaged(t *testing.T) {
+	h := newStageHarness(t, 2)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	if n := h.stage(t); n != 2 {
+		t.Fatalf("staged %d, want 2", n)
+	}
+	// As settle does with a batch one of whose copies was not stored.
+	ck, _, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := h.svc.store.NewBatch()
+	if err := b.UnstageCheckpoint(&ck); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	h.now = 1_060_000
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 2 {
+		t.Fatalf("revive handled %d (%v), want 2", n, err)
+	}
+	if got := h.popAll(t, 60_000); !slices.Equal(bodies(got), []string{"m0", "m1"}) {
+		t.Fatalf("pop got %v, want each message once", bodies(got))
+	}
+	if got := h.popAll(t, 60_000); len(got) != 0 {
+		t.Fatalf("a second pop got %v", bodies(got))
+	}
+}
+
+// TestPopHeldOnAStagedCopyWakesAtItsTime: a pop, a peek and a
+// notification that meet a copy not yet visible get nothing, and the held
+// pops of the pop-retry queue are woken when it may be handed out.
+func TestPopHeldOnAStagedCopyWakesAtItsTime(t *testing.T) {
+	h := newStageHarness(t, 1)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	if n := h.stage(t); n != 1 {
+		t.Fatalf("staged %d, want 1", n)
+	}
+	h.now = 1_059_990 // 10 ms before the copy's time
+	if got := h.popAll(t, 60_000); len(got) != 0 {
+		t.Fatalf("pop before the copy's time got %v", bodies(got))
+	}
+	recs, _, err := h.svc.Peek("G", "T", 0, 32, InitMin)
+	if err != nil || len(recs) != 0 {
+		t.Fatalf("peek before the copy's time: %d records, %v", len(recs), err)
+	}
+	if has, err := h.svc.HasMessage("G", "T", 0, false, ""); err != nil || has {
+		t.Fatalf("notification before the copy's time: %v %v", has, err)
+	}
+	retry := queueName(RetryTopicV1("T", "G"), 0)
+	deadline := time.After(10 * time.Second) // a hang guard, not a timing check
+	for woken := false; !woken; {
+		select {
+		case q := <-h.ready:
+			woken = q == retry
+		case <-deadline:
+			t.Fatalf("the pops held on %s were not woken", retry)
+		}
+	}
+	h.now = 1_060_000
+	if has, err := h.svc.HasMessage("G", "T", 0, false, ""); err != nil || !has {
+		t.Fatalf("notification at the copy's time: %v %v", has, err)
+	}
+	if got := h.popAll(t, 60_000); !slices.Equal(bodies(got), []string{"m0"}) {
+		t.Fatalf("pop at the copy's time got %v", bodies(got))
+	}
+}
+
+// TestStagingLeavesWhatCannotWait: a checkpoint whose message goes to the
+// DLQ is not staged (a dead letter cannot wait for its deadline), nor is
+// one that failed a revive before.
+func TestStagingLeavesWhatCannotWait(t *testing.T) {
+	h := newStageHarness(t, 0)
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	if err := h.broker.store(&commitlog.Message{Topic: "T", Body: []byte("tired"), ReconsumeTimes: 16, BornHost: host, StoreHost: host}); err != nil {
+		t.Fatal(err)
+	}
+	h.popAll(t, 60_000)
+	putCheckpoints(t, h.svc, kvindex.Checkpoint{Group: "G", Topic: "T", QueueID: 0, CKOffset: 0, PopTime: 1_000_001,
+		InvisibleTime: 60_000, VisibleAt: 1_060_001, Attempts: 1, Offsets: []int64{0}})
+	h.now = 1_059_500
+	if n := h.stage(t); n != 0 {
+		t.Fatalf("staged %d messages, want none", n)
+	}
+	var due int
+	if err := h.svc.store.DueEntries(0, 2_000_000, 0, func(kvindex.DueEntry) bool { due++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if due != 2 {
+		t.Fatalf("deadline entries left for revive: %d, want 2", due)
+	}
+}
