@@ -186,6 +186,10 @@
 //	                                           and the records of its KV POP kvStore/)
 //	                                           became pop checkpoints (0x55/0x56), in the
 //	                                           batch that wrote them
+//	"popStageFrontier" value: ms int64         the latest RKV_VISIBLE_AT a staged revive gave
+//	                                           its copies, in the commit of their staged
+//	                                           checkpoints: staging after a restart starts
+//	                                           there, so copies stay in order of that time
 //	"popRollback" value: from int64 | at int64 | topic
 //	                                           the last POP_ROLLBACK wrote the checkpoints in
 //	                                           flight as of at (ms) to queue 0 of the revive

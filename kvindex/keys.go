@@ -84,6 +84,10 @@ const (
 	// metaPopImported: the POP in-flight state of an Apache RocketMQ
 	// store (its revive topic) was imported (value: when, ms).
 	metaPopImported = "rmqPopImported"
+	// metaPopStageFrontier: the latest time a staged revive's copy is
+	// handed out from (RKV_VISIBLE_AT; value: ms), so that staging after a
+	// restart keeps the copies of a pop-retry queue in order of it.
+	metaPopStageFrontier = "popStageFrontier"
 	// metaPopRollback: the POP state in flight was written to a revive
 	// topic as RocketMQ check-points (POP_ROLLBACK; value: PopRollback).
 	metaPopRollback = "popRollback"

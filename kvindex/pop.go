@@ -555,6 +555,21 @@ func (p *PopBatch) MarkRocketMQPopImported(at int64) error {
 	return nil
 }
 
+// SetStageFrontier records, in the batch, the latest time a staged
+// revive's copies are handed out from (PopStore.StageFrontier).
+func (p *PopBatch) SetStageFrontier(at int64) error {
+	if err := p.b.Set(metaKey(metaPopStageFrontier), putInt64(at), nil); err != nil {
+		return fmt.Errorf("record the staged revive's frontier: %w", err)
+	}
+	return nil
+}
+
+// StageFrontier returns the time SetStageFrontier last recorded; ok is
+// false when none was.
+func (s *PopStore) StageFrontier() (at int64, ok bool, err error) {
+	return s.db.metaInt64(metaPopStageFrontier)
+}
+
 // Sync makes every commit so far durable.
 func (s *PopStore) Sync() error { return s.db.Flush() }
 

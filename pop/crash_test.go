@@ -18,9 +18,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/broker"
+	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/configs"
 	"github.com/rocketkv/rocketkv/internal/popclient"
 	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -29,6 +31,9 @@ const childEnvBroker = "POP_CRASH_BROKER_DIR"
 
 // childEnvWALSync, when set, is the child broker's indexWalSync.
 const childEnvWALSync = "POP_CRASH_INDEX_WAL_SYNC"
+
+// childEnvStageAhead, when set, is the child broker's popReviveStageAhead.
+const childEnvStageAhead = "POP_CRASH_STAGE_AHEAD"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvBroker); dir != "" {
@@ -46,6 +51,9 @@ func runBrokerChild(dir string) int {
 	}
 	if mode := os.Getenv(childEnvWALSync); mode != "" {
 		set["indexWalSync"] = mode
+	}
+	if ahead := os.Getenv(childEnvStageAhead); ahead != "" {
+		set["popReviveStageAhead"] = ahead
 	}
 	loaded, err := configs.LoadBroker("", set)
 	if err != nil {
@@ -213,7 +221,9 @@ func consume(stop context.Context, addr, brokerName string, l *ledger, rng *rand
 //
 // It runs with both indexWalSync modes: "interval" answers pops and acks
 // once their index writes reached the operating system, without waiting
-// for an fdatasync, and must survive SIGKILL all the same.
+// for an fdatasync, and must survive SIGKILL all the same. And with the
+// staged revive on, where the messages left to expire are copied to the
+// pop-retry topic before their deadline and handed out from it on.
 func TestPopSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test")
@@ -221,12 +231,17 @@ func TestPopSurvivesSIGKILL(t *testing.T) {
 	for _, mode := range []string{configs.IndexWALSyncAlways, configs.IndexWALSyncInterval} {
 		t.Run(mode, func(t *testing.T) {
 			t.Setenv(childEnvWALSync, mode)
-			popSurvivesSIGKILL(t)
+			popSurvivesSIGKILL(t, false)
 		})
 	}
+	t.Run("staged", func(t *testing.T) {
+		t.Setenv(childEnvWALSync, configs.IndexWALSyncInterval)
+		t.Setenv(childEnvStageAhead, "10000")
+		popSurvivesSIGKILL(t, true)
+	})
 }
 
-func popSurvivesSIGKILL(t *testing.T) {
+func popSurvivesSIGKILL(t *testing.T, staged bool) {
 	l := &ledger{deliveries: map[string][]*delivery{}}
 	runCrashLoad(t, crashLoad{
 		seed: 7, topic: crashTopic, queues: 4, messages: crashMessages,
@@ -239,6 +254,29 @@ func popSurvivesSIGKILL(t *testing.T) {
 		drained: func() bool { return allAcked(l) }, drainFor: 40 * time.Second,
 		verify: func(t *testing.T) []string { return verifyLedger(t, l) },
 	})
+	if staged {
+		if n := stagedDeliveries(l); n == 0 {
+			t.Error("no staged copy was delivered: the test did not exercise the staged revive")
+		} else {
+			t.Logf("%d deliveries of staged copies", n)
+		}
+	}
+}
+
+// stagedDeliveries counts the deliveries of staged revive copies (those
+// carrying pop.PropertyVisibleAt) in the ledger.
+func stagedDeliveries(l *ledger) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, ds := range l.deliveries {
+		for _, d := range ds {
+			if _, ok := commitlog.LookupProperty(d.msg.Properties, pop.PropertyVisibleAt); ok {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // crashBrokerName is the child brokers' name.

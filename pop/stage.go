@@ -89,11 +89,18 @@ const (
 	stageRateSample = 256
 )
 
-// startStager sets the frontier of a service starting: the copies an
-// earlier run staged carry times up to StageAhead past its last plan, so
-// staging starts past now+StageAhead and their order holds.
+// startStager sets the frontier of a service starting where the copies an
+// earlier run staged end (kvindex.PopStore.StageFrontier), so that their
+// order holds. When it cannot be read, staging starts past
+// now+StageAhead, beyond any time an earlier run can have given.
 func (s *Service) startStager() {
-	s.stage = stager{frontier: s.now() + s.cfg.StageAhead.Milliseconds(), rate: stageInitialRate}
+	s.stage = stager{rate: stageInitialRate}
+	at, _, err := s.store.StageFrontier()
+	if err != nil {
+		s.log.Error().Err(err).Msg("revive: the staged revive's frontier not read; staging starts past the look-ahead")
+		at = s.now() + s.cfg.StageAhead.Milliseconds()
+	}
+	s.stage.frontier = at
 }
 
 // noteRate folds a round's throughput into the re-put rate estimate.
@@ -320,6 +327,10 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 		if err := b.PutReviveBatch(&batches[i]); err != nil {
 			return 0, err
 		}
+	}
+	// Every round's time is at or past the last one's.
+	if err := b.SetStageFrontier(gate); err != nil {
+		return 0, err
 	}
 	if err := commitDurable(b); err != nil {
 		return 0, err

@@ -372,3 +372,26 @@ func TestStagingLeavesWhatCannotWait(t *testing.T) {
 		t.Fatalf("deadline entries left for revive: %d, want 2", due)
 	}
 }
+
+// TestStagingResumesAtItsFrontier: a service started again on the same
+// state stages from the last copies' time on, not before it (their order
+// in the pop-retry queue holds) and not a look-ahead later.
+func TestStagingResumesAtItsFrontier(t *testing.T) {
+	h := newStageHarness(t, 1)
+	if h.svc.stage.frontier != 0 {
+		t.Fatalf("a new store's frontier: %d, want 0", h.svc.stage.frontier)
+	}
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	if n := h.stage(t); n != 1 {
+		t.Fatalf("staged %d, want 1", n)
+	}
+	again, err := New(h.svc.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if again.stage.frontier != 1_060_000 {
+		t.Fatalf("frontier after a restart: %d, want 1060000 (the staged copy's time)", again.stage.frontier)
+	}
+}
