@@ -137,11 +137,13 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 		return readResult{}, err
 	}
 	if retry {
-		// A staged copy is handed out from its time on, here too; the
-		// slave cannot tell whether its message was acknowledged on the
-		// master meanwhile, so it hands it out then (at least once).
+		// A staged copy is handed out from its time on, here too, and
+		// only while the copy of the master's state holds its message.
 		if at := cutAtGate(&r, popTime); at > 0 {
 			s.gates.at(k, at, s.now())
+		}
+		if err := s.dropSettledCopies(req.Group, &r); err != nil {
+			return readResult{}, err
 		}
 	}
 	on := heldOn{req.Topic, src.queueID}

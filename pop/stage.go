@@ -91,13 +91,17 @@ const (
 
 // startStager sets the frontier of a service starting where the copies an
 // earlier run staged end (kvindex.PopStore.StageFrontier), so that their
-// order holds. When it cannot be read, staging starts past
+// order holds. Without one (a store that never staged, or a slave promoted
+// with its master's copies in its pop-retry queues but not the master's
+// frontier) or when it cannot be read, staging starts past
 // now+StageAhead, beyond any time an earlier run can have given.
 func (s *Service) startStager() {
 	s.stage = stager{rate: stageInitialRate}
-	at, _, err := s.store.StageFrontier()
+	at, ok, err := s.store.StageFrontier()
 	if err != nil {
 		s.log.Error().Err(err).Msg("revive: the staged revive's frontier not read; staging starts past the look-ahead")
+	}
+	if err != nil || !ok {
 		at = s.now() + s.cfg.StageAhead.Milliseconds()
 	}
 	s.stage.frontier = at
@@ -675,6 +679,37 @@ func (s *Service) headGated(k queueKey, pos int64) (bool, error) {
 		return true, nil
 	}
 	return false, nil
+}
+
+// dropSettledCopies takes out of r, read by a slave's read-only pop of
+// one of group's pop-retry queues, the staged copies whose message its
+// copy of the master's state does not hold in flight: acknowledged or
+// given a new invisible time before its deadline, as far as the slave
+// knows. A copy whose message the state holds is handed out, staged or
+// not: the copy of the state may be older than the staging, and the
+// master's own pops, once it is back, start from its own position, so a
+// copy skipped here is only delayed, one handed out at most duplicated.
+// Nothing of the master's state is changed.
+func (s *Service) dropSettledCopies(group string, r *readResult) error {
+	keep := 0
+	for i, rec := range r.records {
+		if rec != nil {
+			if _, in, staged, named := stagedCopy(rec); staged && named && in.Group == group {
+				_, ok, err := s.store.InFlightAt(in.Group, in.Topic, in.QueueID, in.QueueOffset)
+				if err != nil {
+					return fmt.Errorf("staged copy of %s/%d@%d: %w", in.Topic, in.QueueID, in.QueueOffset, err)
+				}
+				if !ok {
+					continue
+				}
+			}
+		}
+		r.offsets[keep], r.records[keep], r.entries[keep] = r.offsets[i], r.records[i], r.entries[i]
+		keep++
+	}
+	r.offsets, r.records, r.entries = r.offsets[:keep], r.records[:keep], r.entries[:keep]
+	r.recount()
+	return nil
 }
 
 // gateWakes wakes the pops held on pop-retry queues when a staged copy

@@ -375,11 +375,14 @@ func TestStagingLeavesWhatCannotWait(t *testing.T) {
 
 // TestStagingResumesAtItsFrontier: a service started again on the same
 // state stages from the last copies' time on, not before it (their order
-// in the pop-retry queue holds) and not a look-ahead later.
+// in the pop-retry queue holds) and not a look-ahead later; one on a store
+// that never staged, from a look-ahead past its start.
 func TestStagingResumesAtItsFrontier(t *testing.T) {
 	h := newStageHarness(t, 1)
-	if h.svc.stage.frontier != 0 {
-		t.Fatalf("a new store's frontier: %d, want 0", h.svc.stage.frontier)
+	// A store without a frontier (a promoted slave's may hold its master's
+	// copies) stages past the look-ahead.
+	if h.svc.stage.frontier != 1_030_000 {
+		t.Fatalf("a new store's frontier: %d, want 1030000 (now + StageAhead)", h.svc.stage.frontier)
 	}
 	h.popAll(t, 60_000)
 	h.now = 1_059_500
@@ -393,5 +396,53 @@ func TestStagingResumesAtItsFrontier(t *testing.T) {
 	defer again.Close()
 	if again.stage.frontier != 1_060_000 {
 		t.Fatalf("frontier after a restart: %d, want 1060000 (the staged copy's time)", again.stage.frontier)
+	}
+}
+
+// TestReadOnlyPopSkipsCopiesOfSettledMessages: a slave's read-only pop
+// hands a staged copy out from its time on, only while the copy of the
+// master's state holds its message, and changes none of that state.
+func TestReadOnlyPopSkipsCopiesOfSettledMessages(t *testing.T) {
+	h := newStageHarness(t, 3)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	if n := h.stage(t); n != 3 {
+		t.Fatalf("staged %d, want 3", n)
+	}
+	if _, err := h.svc.Ack("G", "T", 0, 2, Handle{CKOffset: 0, PopTime: 1_000_000, InvisibleTime: 60_000}); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := func() []string {
+		t.Helper()
+		res, err := h.svc.PopReadOnly(PopRequest{Group: "G", Topic: "T", QueueID: 0, MaxMsgNums: 32, InvisibleTime: 60_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms []commitlog.Message
+		for _, rec := range res.Records {
+			m, err := commitlog.Decode(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, m)
+		}
+		return bodies(ms)
+	}
+	// As on a slave whose copy of the offsets has the group past the
+	// originals.
+	if err := h.svc.cfg.Offsets.Set("G", "T", 0, 3); err != nil {
+		t.Fatal(err)
+	}
+	h.now = 1_059_900
+	if got := readOnly(); len(got) != 0 {
+		t.Fatalf("read-only pop before the copies' time got %v", got)
+	}
+	h.now = 1_060_000
+	if got := readOnly(); !slices.Equal(got, []string{"m0", "m1"}) {
+		t.Fatalf("read-only pop at the copies' time got %v, want [m0 m1] (m2 was acknowledged)", got)
+	}
+	ck, ok, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000)
+	if err != nil || !ok || !ck.Staged || !slices.Equal(ck.Offsets, []int64{0, 1}) {
+		t.Fatalf("the staged checkpoint after a read-only pop: %+v %v %v", ck, ok, err)
 	}
 }
