@@ -236,14 +236,23 @@ func TestPopSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Run("staged", func(t *testing.T) {
 		t.Setenv(childEnvWALSync, configs.IndexWALSyncInterval)
-		t.Setenv(childEnvStageAhead, "10000")
+		// A look-ahead shorter than the invisible time: a store that
+		// never staged stages past its start plus the look-ahead.
+		t.Setenv(childEnvStageAhead, "1200")
 		popSurvivesSIGKILL(t, true)
 	})
 }
 
 func popSurvivesSIGKILL(t *testing.T, staged bool) {
 	l := &ledger{deliveries: map[string][]*delivery{}}
+	var life time.Duration
+	if staged {
+		// Long enough for the pops of a child's start to be staged
+		// before it is killed.
+		life = 1500 * time.Millisecond
+	}
 	runCrashLoad(t, crashLoad{
+		life: life,
 		seed: 7, topic: crashTopic, queues: 4, messages: crashMessages,
 		body: func(i int) string { return fmt.Sprintf("id-%d", i) },
 		consume: func(stop context.Context, addr string, rng *rand.Rand, ackAll bool) {
@@ -295,6 +304,9 @@ type crashLoad struct {
 	// verify checks the ledger and returns the bodies of the messages
 	// it found wrong, whose records the failure dump lists.
 	verify func(t *testing.T) []string
+	// life is the least time a child broker serves before it is killed
+	// (300 ms when zero); each lives up to 500 ms more.
+	life time.Duration
 }
 
 // runCrashLoad sends load's messages to a child broker, kills it six
@@ -338,7 +350,11 @@ func runCrashLoad(t *testing.T, load crashLoad) {
 				load.consume(ctx, c.addr, rand.New(rand.NewPCG(seed, 1)), false)
 			}()
 		}
-		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		life := load.life
+		if life == 0 {
+			life = 300 * time.Millisecond
+		}
+		time.Sleep(life + time.Duration(rng.IntN(500))*time.Millisecond)
 		c.kill()
 		cancel()
 		wg.Wait()

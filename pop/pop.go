@@ -667,7 +667,12 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 				return err
 			}
 			if RetryFlagOf(src.topic) != FlagNormal {
-				cutAtGate(&r, s.now()) // a pop would not hand them out yet
+				// What a pop would not hand out: staged copies before
+				// their time, or of messages settled meanwhile.
+				cutAtGate(&r, s.now())
+				if err := s.dropSettledCopies(group, &r); err != nil {
+					return err
+				}
 			}
 			for _, rec := range r.records {
 				size += len(rec)

@@ -325,7 +325,6 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 		if err := b.StageCheckpoint(&stagedCks[i]); err != nil {
 			return 0, err
 		}
-		s.lateness.addN(gate-stagedCks[i].VisibleAt, len(stagedCks[i].Offsets))
 	}
 	for i := range batches {
 		if err := b.PutReviveBatch(&batches[i]); err != nil {
@@ -343,6 +342,11 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 		return 0, err
 	}
 	s.staged.Add(int64(len(out)))
+	// Late by how long the copies wait past their deadline for the
+	// round's last one, at most stageSpan.
+	for i := range stagedCks {
+		s.lateness.addN(gate-stagedCks[i].VisibleAt, len(stagedCks[i].Offsets))
+	}
 	// Pops held on the pop-retry queue wake when the copies may be
 	// handed out.
 	s.gates.at(queueKey{k.group, s.reviveTopic(originalTopic(k.topic, k.group), k.group), 0}, gate, s.now())
@@ -681,15 +685,15 @@ func (s *Service) headGated(k queueKey, pos int64) (bool, error) {
 	return false, nil
 }
 
-// dropSettledCopies takes out of r, read by a slave's read-only pop of
-// one of group's pop-retry queues, the staged copies whose message its
-// copy of the master's state does not hold in flight: acknowledged or
-// given a new invisible time before its deadline, as far as the slave
-// knows. A copy whose message the state holds is handed out, staged or
-// not: the copy of the state may be older than the staging, and the
+// dropSettledCopies takes out of r, read by a slave's read-only pop (or a
+// peek) of one of group's pop-retry queues, the staged copies whose
+// message the POP state does not hold in flight: acknowledged or given a
+// new invisible time before its deadline, as far as that state knows. A
+// copy whose message the state holds is kept, staged or not: a slave's
+// copy of its master's state may be older than the staging, and the
 // master's own pops, once it is back, start from its own position, so a
-// copy skipped here is only delayed, one handed out at most duplicated.
-// Nothing of the master's state is changed.
+// copy a slave skips is only delayed, one it hands out at most
+// duplicated. Nothing of the state is changed.
 func (s *Service) dropSettledCopies(group string, r *readResult) error {
 	keep := 0
 	for i, rec := range r.records {
