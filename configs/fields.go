@@ -178,7 +178,7 @@ var brokerFields = slices.Concat([]field[Broker]{
 	boolean("enableNotifyAfterPopOrderLockRelease", "true", func(b *Broker) *bool { return &b.EnableNotifyAfterPopOrderLockRelease }),
 	boolean("popResponseReturnActualRetryTopic", "false", func(b *Broker) *bool { return &b.PopResponseReturnActualRetryTopic }),
 	boolean("skipWhenCKRePutReachMaxTimes", "false", func(b *Broker) *bool { return &b.SkipWhenCKRePutReachMaxTimes }),
-	millis("popReviveStageAhead", "0", func(b *Broker) *time.Duration { return &b.PopReviveStageAhead }),
+	millis("popReviveStageAhead", "60000", func(b *Broker) *time.Duration { return &b.PopReviveStageAhead }),
 	boolean("enablePopMessageThreshold", "false", func(b *Broker) *bool { return &b.EnablePopMessageThreshold }),
 	i64Range("popInflightMessageThreshold", "10000", 0, math.MaxInt64, func(b *Broker) *int64 { return &b.PopInflightMessageThreshold }),
 	intRange("popFromRetryProbability", "20", 0, 100, func(b *Broker) *int { return &b.PopFromRetryProbability }),

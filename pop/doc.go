@@ -33,6 +33,13 @@
 // backoff; so does a failed put. Under Config.DropExhaustedRevives a
 // message is dropped at its failure after maxReviveAttempts.
 //
+// With Config.StageAhead, revive also works ahead (stage.go): when what
+// comes due would take it longer to re-put than the time left, it copies
+// the messages to the pop-retry topic before their deadline with
+// PropertyVisibleAt, marking their checkpoints staged, and pops hand a
+// copy out from that time on, and only while its message is still in its
+// staged checkpoint.
+//
 // A topic's deletion (kvindex.PopStore.DeleteTopic, after the broker
 // deleted its config) deletes every group's state of it. Every write of a
 // queue's state holds the queue's topic (kvindex.PopStore.HoldTopic) from

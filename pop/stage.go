@@ -621,14 +621,29 @@ func (a *admission) committed() error {
 	if a == nil {
 		return nil
 	}
-	var errs []error
+	if len(a.queues) == 0 {
+		return nil
+	}
+	b := a.s.store.NewBatch()
+	defer b.Close()
 	for _, k := range a.queues {
-		if err := a.s.moveCommitted(k.group, k.topic, k.queueID); err != nil {
-			errs = append(errs, err)
+		pos, _, err := a.s.store.Position(k.group, k.topic, k.queueID)
+		if err != nil {
+			return err
 		}
+		if err := a.s.committed(b, k.group, k.topic, k.queueID, pos); err != nil {
+			return err
+		}
+	}
+	if !b.Empty() {
+		if err := b.Commit(false); err != nil {
+			return err
+		}
+	}
+	for _, k := range a.queues {
 		a.s.wakeReleased(k.group, k.topic, k.queueID)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // finish releases the locks and holds of the admission.

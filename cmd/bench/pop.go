@@ -125,7 +125,8 @@ type popRun struct {
 	lateP50, lateP99      int64
 	lateMax               int64
 	revived               int64
-	staged                int64 // of the revived, copies staged ahead of their deadline (RKV_VISIBLE_AT)
+	staged                int64   // of the revived, copies staged ahead of their deadline (RKV_VISIBLE_AT)
+	drainRate             float64 // first re-deliveries popped a second, from the first to the last
 	inFlight              int64
 	streamed              float64 // pops/s the stream achieved (with --stream-rate)
 }
@@ -170,8 +171,8 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 			if o.streamRate > 0 {
 				what = fmt.Sprintf("a stream of %s pops/s expiring (asked %s), first re-deliveries measured", fmtNum(r.streamed), fmtNum(o.streamRate))
 			}
-			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms (%d of them staged)",
-				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax, r.staged)
+			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms (%d of them staged), popped at %.0f msg/s",
+				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax, r.staged, r.drainRate)
 		}
 		fmt.Fprintln(w)
 		runs = append(runs, r)
@@ -463,6 +464,9 @@ func (r *popRun) setLateness(t *reviveTally) {
 	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
 	r.revived = int64(len(late))
 	r.staged = t.staged
+	if span := t.lastPop - t.firstPop; span > 0 {
+		r.drainRate = float64(len(late)) / (float64(span) / 1000)
+	}
 	if len(late) > 0 {
 		r.lateP50, r.lateP99, r.lateMax = percentile(late, 50), percentile(late, 99), late[len(late)-1]
 	}
@@ -473,7 +477,7 @@ func (r *popRun) setLateness(t *reviveTally) {
 // broker must not hand the copy out. Revive may re-put a copy before its
 // deadline with this property set; the copy becomes poppable at the later
 // of its store time and this time.
-const propVisibleAt = "RKV_VISIBLE_AT"
+const propVisibleAt = pop.PropertyVisibleAt
 
 // reviveTally reads the re-delivered messages of a drain: the lateness of
 // each first re-delivery, how many of those were staged, and any copy the
@@ -495,6 +499,9 @@ type reviveTally struct {
 	// badValue is the first of them.
 	malformed int64
 	badValue  string
+	// firstPop and lastPop are the pop times of the first and last first
+	// re-delivery popped: how long consuming them took.
+	firstPop, lastPop int64
 }
 
 // add reads m, popped by a pop whose response carried popTime.
@@ -526,6 +533,10 @@ func (t *reviveTally) add(m popclient.Message, popTime int64) {
 		return
 	}
 	t.late = append(t.late, poppable-(pt+t.invisible.Milliseconds()))
+	if t.firstPop == 0 || popTime < t.firstPop {
+		t.firstPop = popTime
+	}
+	t.lastPop = max(t.lastPop, popTime)
 	if staged {
 		t.staged++
 	}
