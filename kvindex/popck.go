@@ -767,27 +767,51 @@ func (s *PopStore) NextDue(from, before int64) (int64, bool, error) {
 	return due.VisibleAt, true, nil
 }
 
-// CountInFlight returns how many checkpoints are stored and how many
-// messages they hold in flight.
-func (s *PopStore) CountInFlight() (checkpoints, messages int64, err error) {
+// CheckpointCounts is what the stored checkpoints (0x56) hold.
+type CheckpointCounts struct {
+	// Checkpoints and Messages count every checkpoint and the offsets
+	// they hold in flight, staged ones included.
+	Checkpoints, Messages int64
+	// Staged and StagedMessages count the staged checkpoints
+	// (Checkpoint.Staged) among them and their offsets: messages whose
+	// copies already wait in a pop-retry topic, which no deadline entry
+	// names.
+	Staged, StagedMessages int64
+}
+
+// CountCheckpoints counts the stored checkpoints, staged ones apart too,
+// with one scan of their records.
+func (s *PopStore) CountCheckpoints() (CheckpointCounts, error) {
+	var n CheckpointCounts
 	var derr error
-	err = s.db.Scan([]byte{prefixPopCK}, func(k, v []byte) bool {
+	err := s.db.Scan([]byte{prefixPopCK}, func(k, v []byte) bool {
 		c, err := decodeCheckpoint(k, v)
 		if err != nil {
 			derr = fmt.Errorf("checkpoint key %x: %w", k, err)
 			return false
 		}
-		checkpoints++
-		messages += int64(len(c.Offsets))
+		n.Checkpoints++
+		n.Messages += int64(len(c.Offsets))
+		if c.Staged {
+			n.Staged++
+			n.StagedMessages += int64(len(c.Offsets))
+		}
 		return true
 	})
 	if err == nil {
 		err = derr
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("count in-flight messages: %w", err)
+		return CheckpointCounts{}, fmt.Errorf("count in-flight messages: %w", err)
 	}
-	return checkpoints, messages, nil
+	return n, nil
+}
+
+// CountInFlight returns how many checkpoints are stored and how many
+// messages they hold in flight, staged ones included.
+func (s *PopStore) CountInFlight() (checkpoints, messages int64, err error) {
+	n, err := s.CountCheckpoints()
+	return n.Checkpoints, n.Messages, err
 }
 
 // dueIter iterates the deadline entries (0x55) with VisibleAt in [from,
