@@ -27,6 +27,18 @@ import (
 // it keeps serving the store. Acks after the rollback do not reach
 // RocketMQ, which may then deliver those messages once more (at least
 // once); stop the POP consumers first.
+//
+// Staged checkpoints (popReviveStageAhead, kvindex.Checkpoint.Staged) are
+// left out on purpose: their messages' copies already sit in the group's
+// pop-retry topic, which RocketMQ serves at once (it knows nothing of the
+// copy's RKV_VISIBLE_AT), so a check-point as well would have RocketMQ
+// deliver each message twice, the copy and then the revive. Left out,
+// each arrives once, possibly before its invisible time ends (and a copy
+// of a message acknowledged since its staging arrives too). The rollback
+// lists the checkpoints by their deadline entries, which staged ones lack;
+// it counts those it leaves out, for the log and the answer's remark. A
+// checkpoint the staged revive stages after the listing has both a
+// check-point and a copy: delivered twice, still at least once.
 
 // reviveQueueNum is RocketMQ's default count of revive queues, the
 // queues of a revive topic rocketkv creates.
@@ -42,32 +54,54 @@ func (b *Broker) processPopRollback(ctx context.Context, _ *remoting.Conn, req *
 		b.log.Error().Err(err).Msg("POP rollback: the check-points in flight were not all written to the revive topic")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
 	}
-	b.log.Info().Int("checkpoints", n).Int64("from", r.From).Int64("at", r.At).
-		Msg("POP rollback: the check-points in flight are in the revive topic for Apache RocketMQ")
-	return remoting.NewResponse(req, remoting.Success, "")
+	b.log.Info().Int("checkpoints", n.written).Int64("stagedLeftOut", n.staged).Int64("stagedMessages", n.stagedMessages).
+		Int64("from", r.From).Int64("at", r.At).
+		Msg("POP rollback: the check-points in flight are in the revive topic for Apache RocketMQ; staged ones left out, their copies are in the pop-retry topics")
+	remark := fmt.Sprintf("%d check-points written to %s/0 from offset %d; %d staged checkpoints (%d messages) left out, their copies are in the pop-retry topics",
+		n.written, r.Topic, r.From, n.staged, n.stagedMessages)
+	return remoting.NewResponse(req, remoting.Success, remark)
 }
 
-// rollbackPop writes the checkpoints in flight to queue 0 of the
-// cluster's revive topic and records the rollback; it returns how many.
-func (b *Broker) rollbackPop(ctx context.Context) (int, kvindex.PopRollback, error) {
+// rollbackCounts is what a POP rollback wrote and left out.
+type rollbackCounts struct {
+	// written is the check-points written to the revive topic.
+	written int
+	// staged and stagedMessages are the staged checkpoints left out and
+	// the messages they hold, counted after the listing.
+	staged, stagedMessages int64
+}
+
+// rollbackPop writes the checkpoints in flight, staged ones left out, to
+// queue 0 of the cluster's revive topic and records the rollback; it
+// returns how many it wrote and left out.
+func (b *Broker) rollbackPop(ctx context.Context) (rollbackCounts, kvindex.PopRollback, error) {
+	var n rollbackCounts
 	topic := rmqpop.TopicPrefix + b.cfg.BrokerClusterName
 	if _, err := b.topics.ensureSystemTopic(topic, reviveQueueNum, meta.PermRead|meta.PermWrite); err != nil {
-		return 0, kvindex.PopRollback{}, fmt.Errorf("create the revive topic %s: %w", topic, err)
+		return n, kvindex.PopRollback{}, fmt.Errorf("create the revive topic %s: %w", topic, err)
 	}
 	r := kvindex.PopRollback{Topic: topic, From: -1, At: time.Now().UnixMilli()}
 	var cks []kvindex.Checkpoint
+	// The deadline entries name every checkpoint but the staged ones,
+	// which must stay out (see above); a record read with the staged mark
+	// (staged between the entry's read and the record's) is left out too.
 	if err := b.db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
-		if len(c.Offsets) > 0 {
+		if len(c.Offsets) > 0 && !c.Staged {
 			cks = append(cks, c)
 		}
 		return ctx.Err() == nil
 	}); err != nil {
-		return 0, r, fmt.Errorf("read the checkpoints in flight: %w", err)
+		return n, r, fmt.Errorf("read the checkpoints in flight: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, r, err
+		return n, r, err
 	}
-	n := len(cks)
+	counts, err := b.db.Pop().CountCheckpoints()
+	if err != nil {
+		return n, r, fmt.Errorf("count the staged checkpoints: %w", err)
+	}
+	n.staged, n.stagedMessages = counts.Staged, counts.StagedMessages
+	written := len(cks)
 	for len(cks) > 0 {
 		batch := cks[:min(rollbackBatch, len(cks))]
 		cks = cks[len(batch):]
@@ -75,13 +109,13 @@ func (b *Broker) rollbackPop(ctx context.Context) (int, kvindex.PopRollback, err
 		for i := range batch {
 			m, err := b.checkpointMessage(topic, &batch[i])
 			if err != nil {
-				return 0, r, err
+				return n, r, err
 			}
 			msgs = append(msgs, m)
 		}
 		res, err := b.putMessages(ctx, msgs, true)
 		if err != nil {
-			return 0, r, fmt.Errorf("write check-points to %s: %w", topic, err)
+			return n, r, fmt.Errorf("write check-points to %s: %w", topic, err)
 		}
 		if r.From < 0 {
 			r.From = res.QueueOffset
@@ -91,13 +125,14 @@ func (b *Broker) rollbackPop(ctx context.Context) (int, kvindex.PopRollback, err
 		// Nothing in flight: RocketMQ's revive starts at the end.
 		end, err := b.qoffsets.Next(topic, 0)
 		if err != nil {
-			return 0, r, err
+			return n, r, err
 		}
 		r.From = end
 	}
 	if err := b.db.SetPopRollback(r); err != nil {
-		return 0, r, err
+		return n, r, err
 	}
+	n.written = written
 	return n, r, nil
 }
 

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,5 +74,68 @@ func TestPopRollback(t *testing.T) {
 	// rocketkv still has them in flight, acked with the same handles.
 	if code, err := c.Ack(ctx20(t), "g", res.Messages[0]); err != nil || code != remoting.Success {
 		t.Fatalf("ack after the rollback: %d %v", code, err)
+	}
+}
+
+// A staged checkpoint (popReviveStageAhead) is not written to the revive
+// topic: its messages' copies are already in the pop-retry topic, which
+// RocketMQ serves at once, and a check-point too would have RocketMQ
+// deliver them twice. A plain checkpoint of the same rollback is written;
+// the answer's remark counts what was left out.
+func TestPopRollbackLeavesStagedOut(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c, rc := popClient(b)
+	reviveTopic := rmqpop.TopicPrefix + b.cfg.BrokerClusterName
+	sendBodies(t, rc, "RBS", 3)
+	sendBodies(t, rc, "RBP", 2)
+	b.caughtUp()
+	staged := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RBS", QueueID: 0, MaxMsgNums: 3, InvisibleTime: time.Minute})
+	plain := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "RBP", QueueID: 0, MaxMsgNums: 2, InvisibleTime: time.Minute})
+	if len(staged.Messages) != 3 || len(plain.Messages) != 2 {
+		t.Fatalf("pops: %v and %v", bodies(staged.Messages), bodies(plain.Messages))
+	}
+	// Stage the first pop's checkpoint as the staged revive does.
+	hs := staged.Messages[0].Handle
+	ck, ok, err := b.db.Pop().Checkpoint("g", "RBS", 0, hs.CKOffset, hs.PopTime)
+	if err != nil || !ok || len(ck.Offsets) != 3 {
+		t.Fatalf("checkpoint of the first pop: %+v %v %v", ck, ok, err)
+	}
+	batch := b.db.Pop().NewBatch()
+	if err := batch.StageCheckpoint(&ck); err != nil {
+		t.Fatal(err)
+	}
+	if err := batch.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	batch.Close()
+
+	r := call(t, rc, remoting.PopRollback, nil, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("POP_ROLLBACK: %d %s", r.Code, r.Remark)
+	}
+	if want := fmt.Sprintf("1 check-points written to %s/0 from offset 0; 1 staged checkpoints (3 messages) left out", reviveTopic); !strings.HasPrefix(r.Remark, want) {
+		t.Fatalf("POP_ROLLBACK remark %q, want it to start with %q", r.Remark, want)
+	}
+	b.caughtUp()
+	msgs := pullAll(t, b, rc, reviveTopic, 0)
+	merged := rmqpop.NewMerger()
+	for _, m := range msgs {
+		tag, _ := commitlog.LookupProperty(m.Properties, commitlog.PropertyTags)
+		if err := merged.Add(tag, m.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cks := merged.InFlight()
+	hp := plain.Messages[0].Handle
+	if len(msgs) != 1 || len(cks) != 1 || cks[0].Topic != "RBP" || cks[0].StartOffset != hp.CKOffset || cks[0].PopTime != hp.PopTime ||
+		fmt.Sprint(cks[0].Offsets) != "[0 1]" {
+		t.Fatalf("revive topic holds %d messages, check-points %+v; want the plain pop's only", len(msgs), cks)
+	}
+	// rocketkv keeps the staged checkpoint as it was.
+	if got, ok, err := b.db.Pop().Checkpoint("g", "RBS", 0, hs.CKOffset, hs.PopTime); err != nil || !ok || !got.Staged || len(got.Offsets) != 3 {
+		t.Fatalf("staged checkpoint after the rollback: %+v %v %v", got, ok, err)
+	}
+	if _, ok, err := b.db.Pop().Checkpoint("g", "RBP", 0, hp.CKOffset, hp.PopTime); err != nil || !ok {
+		t.Fatalf("plain checkpoint after the rollback: %v %v", ok, err)
 	}
 }
