@@ -206,7 +206,7 @@ func TestSummary(t *testing.T) {
 	delete(last, "indexDiskBytes")
 	checkJSON(t, "summary", lines[len(wantJSON):], asJSON(t, map[string]any{"kind": "summary", "store": sc.root, "index": index,
 		"dispatched": sc.end, "logMinOffset": 0, "logMaxOffset": sc.end, "lag": 0, "topics": 2, "queues": 3,
-		"popCheckpoints": 0, "popInFlight": 0, "popReviving": 0, "txnOpenHalves": 0, "txnEnded": 0, "txnOpMessages": 0, "timerMessages": 0, "users": 0, "acls": 0,
+		"popCheckpoints": 0, "popInFlight": 0, "popStaged": 0, "popStagedMessages": 0, "popReviving": 0, "txnOpenHalves": 0, "txnEnded": 0, "txnOpMessages": 0, "timerMessages": 0, "users": 0, "acls": 0,
 		"cqWritten": map[string]any{"kv": sc.end}}))
 }
 

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,12 +25,18 @@ func popCommand(o *globalOptions) *cobra.Command {
 		Long: `pop lists the messages popped and not yet acknowledged, earliest visibility
 deadline first: the messages revive re-delivers once their deadline passes.
 Each row is one message of a checkpoint (one pop of one queue); CK OFFSET and
-POP TIME name its checkpoint. A store of schema version 2 not yet opened by a
-broker of this version keeps its records in the old keyspaces 0x50/0x51, which
-"kvdump raw --prefix 50" decodes but this listing does not show.
+POP TIME name its checkpoint. STAGED marks (JSON: "staged": true) a message of
+a staged checkpoint (popReviveStageAhead): a staged revive already copied it
+to the pop-retry topic, and pops hand the copy out from VISIBLE AT on (at most
+50 ms later: the copies of a staging round wait for its last deadline) unless
+the message is acknowledged or given a new invisible time first. A store of
+schema version 2 not yet opened by a broker of this version keeps its records
+in the old keyspaces 0x50/0x51, which "kvdump raw --prefix 50" decodes but this
+listing does not show.
 --due-before takes RFC 3339 (2026-05-06T07:08:09Z) or milliseconds since the
-epoch. --topic matches the topic a message was read from or, for pop-retry
-topics, the topic they retry. --orderly lists the orderly pop batches instead.
+epoch; it keeps staged messages by their VISIBLE AT too. --topic matches the
+topic a message was read from or, for pop-retry topics, the topic they retry.
+--orderly lists the orderly pop batches instead.
 --reviving lists the messages being revived instead: those whose checkpoint a
 revive replaced by a revive batch (0x58; 0x57 intents of an earlier version)
 and whose put to the retry topic or DLQ has not returned, or was cut short by
@@ -88,17 +96,84 @@ func topicMatches(recTopic, group, topic string) bool {
 		recTopic == pop.RetryTopicV1(topic, group) || recTopic == pop.RetryTopicV2(topic, group)
 }
 
+// inFlightOf is the in-flight view of one offset of a checkpoint.
+func inFlightOf(c *kvindex.Checkpoint, off int64) kvindex.InFlight {
+	return kvindex.InFlight{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, QueueOffset: off, VisibleAt: c.VisibleAt,
+		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Attempts: c.Attempts, Staged: c.Staged}
+}
+
+// stagedCheckpoints returns the staged checkpoints (popReviveStageAhead)
+// of group and topic due at or before before, in VisibleAt order. They
+// have no deadline entry (0x55), which the listing of the others walks,
+// so they are read from the checkpoint records (0x56), all of them: a
+// pass over every checkpoint, holding the staged ones matched.
+func stagedCheckpoints(ctx context.Context, s *store, group, topic string, before int64) ([]kvindex.Checkpoint, error) {
+	var staged []kvindex.Checkpoint
+	var derr error
+	err := s.db.Scan([]byte{kvindex.PrefixPopCK}, func(k, v []byte) bool {
+		rec, err := kvindex.DecodeKey(k, v)
+		if err != nil {
+			derr = err
+			return false
+		}
+		c := rec.(kvindex.PopCheckpointRecord).Checkpoint
+		if c.Staged && c.VisibleAt <= before && (group == "" || c.Group == group) && topicMatches(c.Topic, c.Group, topic) {
+			staged = append(staged, c)
+		}
+		return ctx.Err() == nil
+	})
+	if err == nil {
+		err = derr
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the staged checkpoints: %w", err)
+	}
+	slices.SortStableFunc(staged, func(a, b kvindex.Checkpoint) int { return cmp.Compare(a.VisibleAt, b.VisibleAt) })
+	return staged, nil
+}
+
 func runPop(ctx context.Context, s *store, out *output, group, topic string, before int64) error {
-	l := newListing(ctx, out, "VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS")
-	err := s.db.Pop().Due(before, 0, func(r kvindex.InFlight) bool {
+	staged, err := stagedCheckpoints(ctx, s, group, topic, before)
+	if err != nil {
+		return err
+	}
+	l := newListing(ctx, out, "VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS", "STAGED")
+	row := func(r kvindex.InFlight) bool {
+		return l.emit(r, func() []string {
+			mark := "-"
+			if r.Staged {
+				mark = "staged"
+			}
+			return []string{formatTime(r.VisibleAt), cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset),
+				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts), mark}
+		})
+	}
+	// stagedUntil lists the staged checkpoints due before at (all that
+	// are left with all), merged into the deadline order of the others.
+	stagedUntil := func(at int64, all bool) bool {
+		for len(staged) > 0 && (all || staged[0].VisibleAt < at) {
+			c := &staged[0]
+			for _, off := range c.Offsets {
+				if !row(inFlightOf(c, off)) {
+					return false
+				}
+			}
+			staged = staged[1:]
+		}
+		return true
+	}
+	err = s.db.Pop().Due(before, 0, func(r kvindex.InFlight) bool {
 		if (group != "" && r.Group != group) || !topicMatches(r.Topic, r.Group, topic) {
 			return l.skip()
 		}
-		return l.emit(r, func() []string {
-			return []string{formatTime(r.VisibleAt), cell(r.Group), cell(r.Topic), num(r.QueueID), num(r.QueueOffset),
-				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts)}
-		})
+		return stagedUntil(r.VisibleAt, false) && row(r)
 	})
+	if err == nil && l.err == nil && ctx.Err() == nil {
+		stagedUntil(0, true)
+	}
 	if err := l.finish(err); err != nil {
 		return fmt.Errorf("list in-flight messages: %w", err)
 	}

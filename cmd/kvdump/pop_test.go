@@ -49,9 +49,9 @@ func TestPop(t *testing.T) {
 
 	row := func(r kvindex.InFlight) []string {
 		return []string{kvindex.FormatMillis(r.VisibleAt), r.Group, r.Topic, num(r.QueueID), num(r.QueueOffset),
-			kvindex.FormatMillis(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts)}
+			kvindex.FormatMillis(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts), "-"}
 	}
-	head := []string{"VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS"}
+	head := []string{"VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS", "STAGED"}
 	if got, want := mustKvdump(t, "--store", root, "pop"), alignRows(head, row(recs[1]), row(recs[2]), row(recs[0]), row(recs[3])); got != want {
 		t.Errorf("pop:\n%s\nwant:\n%s", got, want)
 	}
@@ -108,6 +108,95 @@ func TestPop(t *testing.T) {
 	}
 	if got := mustKvdump(t, "--store", root, "summary"); !strings.Contains(got, "4 messages in 3 checkpoints") ||
 		!strings.Contains(got, "1 messages whose revive has not finished") {
+		t.Errorf("summary table:\n%s", got)
+	}
+}
+
+// A staged checkpoint (popReviveStageAhead) has no deadline entry; pop
+// lists its messages all the same, marked, in VisibleAt order among the
+// others, and --due-before keeps them by their VisibleAt. summary counts
+// the staged checkpoints and their messages apart.
+func TestPopStaged(t *testing.T) {
+	root := t.TempDir()
+	s := openTestStore(t, root, 0)
+	base := testClock.UnixMilli()
+	early := kvindex.Checkpoint{Group: "G1", Topic: "TopicA", QueueID: 1, CKOffset: 5, PopTime: base, InvisibleTime: 1000,
+		VisibleAt: base + 1000, Offsets: []int64{5, 6}}
+	staged := kvindex.Checkpoint{Group: "G1", Topic: "%RETRY%G1_TopicA", QueueID: 0, CKOffset: 2, PopTime: base, InvisibleTime: 30000,
+		VisibleAt: base + 30000, RetryFlag: 1, Offsets: []int64{2, 4}}
+	late := kvindex.Checkpoint{Group: "G1", Topic: "TopicA", QueueID: 2, CKOffset: 3, PopTime: base, InvisibleTime: 60000,
+		VisibleAt: base + 60000, Offsets: []int64{3}}
+	b := s.db.Pop().NewBatch()
+	for _, c := range []*kvindex.Checkpoint{&early, &staged, &late} {
+		if err := b.PutCheckpoint(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b = s.db.Pop().NewBatch()
+	if err := b.StageCheckpoint(&staged); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	s.close(t)
+	staged.Staged = true
+
+	row := func(c *kvindex.Checkpoint, off int64) []string {
+		mark := "-"
+		if c.Staged {
+			mark = "staged"
+		}
+		return []string{kvindex.FormatMillis(c.VisibleAt), c.Group, c.Topic, num(c.QueueID), num(off), kvindex.FormatMillis(c.PopTime),
+			num(c.InvisibleTime), num(c.CKOffset), num(int32(c.RetryFlag)), num(c.Attempts), mark}
+	}
+	head := []string{"VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS", "STAGED"}
+	if got, want := mustKvdump(t, "--store", root, "pop"),
+		alignRows(head, row(&early, 5), row(&early, 6), row(&staged, 2), row(&staged, 4), row(&late, 3)); got != want {
+		t.Errorf("pop:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := mustKvdump(t, "--store", root, "pop", "--due-before", kvindex.FormatMillis(base+30000)),
+		alignRows(head, row(&early, 5), row(&early, 6), row(&staged, 2), row(&staged, 4)); got != want {
+		t.Errorf("pop --due-before its VisibleAt:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := mustKvdump(t, "--store", root, "pop", "--due-before", fmt.Sprint(base+29999)),
+		alignRows(head, row(&early, 5), row(&early, 6)); got != want {
+		t.Errorf("pop --due-before just before its VisibleAt:\n%s\nwant:\n%s", got, want)
+	}
+	if got := mustKvdump(t, "--store", root, "pop", "--group", "G2"); strings.Contains(got, "staged") {
+		t.Errorf("pop --group G2 lists G1's staged checkpoint:\n%s", got)
+	}
+	inFlight := func(c *kvindex.Checkpoint, off int64) map[string]any {
+		return asJSON(t, kvindex.InFlight{Group: c.Group, Topic: c.Topic, QueueID: c.QueueID, QueueOffset: off, VisibleAt: c.VisibleAt,
+			PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Staged: c.Staged})
+	}
+	lines := jsonLines(t, mustKvdump(t, "--store", root, "--json", "pop", "--topic", "TopicA", "--due-before", fmt.Sprint(base+30000)))
+	checkJSON(t, "pop --json", lines, inFlight(&early, 5), inFlight(&early, 6), inFlight(&staged, 2), inFlight(&staged, 4))
+	if len(lines) == 4 && (lines[2]["staged"] != true || lines[0]["staged"] != nil) {
+		t.Errorf("pop --json staged marks: %v and %v", lines[2]["staged"], lines[0]["staged"])
+	}
+
+	found := false
+	for _, l := range jsonLines(t, mustKvdump(t, "--store", root, "--json", "summary")) {
+		if l["kind"] != "summary" {
+			continue
+		}
+		found = true
+		got := fmt.Sprint(l["popCheckpoints"], " ", l["popInFlight"], " ", l["popStaged"], " ", l["popStagedMessages"])
+		if got != "3 5 1 2" {
+			t.Errorf("summary popCheckpoints popInFlight popStaged popStagedMessages: %s, want 3 5 1 2", got)
+		}
+	}
+	if !found {
+		t.Error("summary has no summary line")
+	}
+	if got := mustKvdump(t, "--store", root, "summary"); !strings.Contains(got, "5 messages in 3 checkpoints") ||
+		!strings.Contains(got, "2 of those messages in 1 staged checkpoints") {
 		t.Errorf("summary table:\n%s", got)
 	}
 }

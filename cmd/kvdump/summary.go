@@ -48,6 +48,12 @@ type summaryLine struct {
 	Queues         int64  `json:"queues"`
 	PopCheckpoints int64  `json:"popCheckpoints"`
 	PopInFlight    int64  `json:"popInFlight"`
+	// PopStaged and PopStagedMessages are the staged checkpoints
+	// (popReviveStageAhead) among PopCheckpoints and their messages among
+	// PopInFlight: messages already copied to a pop-retry topic, handed
+	// out from their deadline on unless acknowledged first.
+	PopStaged         int64 `json:"popStaged"`
+	PopStagedMessages int64 `json:"popStagedMessages"`
 	// PopReviving is the messages of revive batches (0x58) and of an
 	// earlier version's revive intents (0x57): messages whose put a revive
 	// has not finished, or a crash cut short (finished at the next start).
@@ -104,9 +110,11 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	if err != nil {
 		return fmt.Errorf("count queues: %w", err)
 	}
-	if sum.PopCheckpoints, sum.PopInFlight, err = s.db.Pop().CountInFlight(); err != nil {
+	cks, err := s.db.Pop().CountCheckpoints()
+	if err != nil {
 		return err
 	}
+	sum.PopCheckpoints, sum.PopInFlight, sum.PopStaged, sum.PopStagedMessages = cks.Checkpoints, cks.Messages, cks.Staged, cks.StagedMessages
 	if sum.PopReviving, err = s.db.Pop().CountReviveIntents(); err != nil {
 		return err
 	}
@@ -182,6 +190,10 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("topics", num(sum.Topics))
 	t.row("queues", num(sum.Queues))
 	t.row("pop in flight", fmt.Sprintf("%d messages in %d checkpoints", sum.PopInFlight, sum.PopCheckpoints))
+	if sum.PopStaged > 0 {
+		t.row("pop staged", fmt.Sprintf("%d of those messages in %d staged checkpoints, already copied to the pop-retry topics (handed out from their deadline unless acknowledged first)",
+			sum.PopStagedMessages, sum.PopStaged))
+	}
 	if sum.PopReviving > 0 {
 		t.row("pop reviving", fmt.Sprintf("%d messages whose revive has not finished (a crash's are settled at the broker's next start)", sum.PopReviving))
 	}
