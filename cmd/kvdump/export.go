@@ -182,7 +182,11 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 // popNotRolledBack counts the POP messages in flight that the last
 // POP_ROLLBACK did not write to the revive topic (all of them without
 // one): those popped after it began, or in its first millisecond; and
-// those whose revive has not finished (keyspaces 0x58 and 0x57).
+// those whose revive has not finished (keyspaces 0x58 and 0x57). Staged
+// checkpoints (popReviveStageAhead) are not counted, as POP_ROLLBACK
+// writes none: DueCheckpoints walks the deadline entries, which they
+// lack, and their messages' copies already wait in the pop-retry topics,
+// which RocketMQ serves (at once, not at their deadline).
 func popNotRolledBack(db *kvindex.DB) (int, error) {
 	r, ok, err := db.LastPopRollback()
 	if err != nil {
