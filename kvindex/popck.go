@@ -740,7 +740,8 @@ func (s *PopStore) Due(before int64, max int, fn func(InFlight) bool) error {
 	})
 }
 
-// EachInFlight calls fn for every in-flight message in deadline order
+// EachInFlight calls fn for every in-flight message of a checkpoint with
+// a deadline entry (not staged: see Checkpoint.Staged) in deadline order
 // until fn returns false.
 func (s *PopStore) EachInFlight(fn func(InFlight) bool) error {
 	return s.Due(math.MaxInt64, 0, fn)
