@@ -576,7 +576,8 @@ func (s *Service) addRestFrom(src source, pos int64, res *PopResult) error {
 // reencodeRetry rewrites a pop-retry record under the requested topic with
 // a POP_CK property holding its handle (kept when already present), as
 // RocketMQ does unless popResponseReturnActualRetryTopic is set, and
-// without the revive's own property (kvindex.PropertyRevivedFrom). An
+// without the revive's own properties (kvindex.PropertyRevivedFrom, and a
+// staged copy's checkpoint name). An
 // empty topic keeps the record's (the pop-retry topic), and a nil handle
 // adds no POP_CK: the client builds the handle from the answer's header.
 func reencodeRetry(rec []byte, topic string, h *Handle) ([]byte, error) {
@@ -591,7 +592,7 @@ func reencodeRetry(rec []byte, topic string, h *Handle) ([]byte, error) {
 	if _, ok := commitlog.LookupProperty(m.Properties, PropertyPopCK); !ok && h != nil {
 		set = append(set, [2]string{PropertyPopCK, h.String()})
 	}
-	m.Properties = commitlog.RewriteProperties(m.Properties, []string{kvindex.PropertyRevivedFrom}, set...)
+	m.Properties = commitlog.RewriteProperties(m.Properties, []string{kvindex.PropertyRevivedFrom, propertyStagedFrom}, set...)
 	out, err := commitlog.AppendRecord(nil, &m)
 	if err != nil {
 		return nil, fmt.Errorf("re-encode retry record: %w", err)

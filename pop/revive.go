@@ -960,8 +960,8 @@ func (s *Service) reviveMessage(m *commitlog.Message, maxTimes int32, in *kvinde
 		}
 	}
 	set = append(set, [2]string{kvindex.PropertyRevivedFrom, in.PropertyValue()})
-	set = stagedSet(set, out.Topic, group, gate)
-	out.Properties = commitlog.RewriteProperties(m.Properties, []string{PropertyPopCK, PropertyVisibleAt}, set...)
+	set = stagedSet(set, out.Topic, in, gate)
+	out.Properties = commitlog.RewriteProperties(m.Properties, []string{PropertyPopCK, PropertyVisibleAt, propertyStagedFrom}, set...)
 	return out
 }
 

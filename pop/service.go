@@ -341,6 +341,11 @@ func (s *Service) tryLock(group, topic string, queueID int32) (func(), bool) {
 }
 
 func (s *Service) stripe(group, topic string, queueID int32) *sync.Mutex {
+	return &s.locks[s.stripeIndex(group, topic, queueID)]
+}
+
+// stripeIndex is the index of the lock stripe of a group's queue.
+func (s *Service) stripeIndex(group, topic string, queueID int32) int {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(group)
@@ -348,7 +353,7 @@ func (s *Service) stripe(group, topic string, queueID int32) *sync.Mutex {
 	h.WriteString(topic)
 	h.WriteByte(byte(queueID))
 	h.WriteByte(byte(queueID >> 8))
-	return &s.locks[h.Sum64()%lockStripes]
+	return int(h.Sum64() % lockStripes)
 }
 
 // maxRequestCounts bounds the pop counters: groups and topics come and go

@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,12 @@ import (
 // may be handed out, in ms since the epoch (the last deadline of its
 // staging round). Pops never hand the copy out before.
 const PropertyVisibleAt = "RKV_VISIBLE_AT"
+
+// propertyStagedFrom is the property of a staged revive's copy that names
+// the checkpoint of its message: ckOffset/popTime (with the group, topic
+// and queue of kvindex.PropertyRevivedFrom). Pops read it to find the
+// checkpoint; it is not handed out.
+const propertyStagedFrom = "RKV_STAGED_FROM"
 
 // stager is the staged revive's state, used by the revive goroutine only.
 type stager struct {
@@ -414,8 +421,9 @@ func (s *Service) unstage(b *kvindex.PopBatch, batches []kvindex.ReviveBatch, st
 
 // stagedCopy reads the staged-revive properties of a pop-retry record:
 // when it may be handed out (staged false: it carries none, or one that
-// is not a number) and the message it copies (named false: none named).
-func stagedCopy(rec []byte) (visibleAt int64, from kvindex.ReviveIntent, staged, named bool) {
+// is not a number) and the checkpoint of the message it copies (named
+// false: none named).
+func stagedCopy(rec []byte) (visibleAt int64, from stagedName, staged, named bool) {
 	m, err := commitlog.Decode(rec)
 	if err != nil {
 		return 0, from, false, false
@@ -428,12 +436,35 @@ func stagedCopy(rec []byte) (visibleAt int64, from kvindex.ReviveIntent, staged,
 	if err != nil {
 		return 0, from, false, false
 	}
-	if p, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom); ok {
-		if in, err := kvindex.ParseRevivedFrom(p); err == nil {
-			return visibleAt, in, true, true
-		}
+	p, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom)
+	if !ok {
+		return visibleAt, from, true, false
 	}
-	return visibleAt, from, true, false
+	in, err := kvindex.ParseRevivedFrom(p)
+	if err != nil {
+		return visibleAt, from, true, false
+	}
+	ck, ok := commitlog.LookupProperty(m.Properties, propertyStagedFrom)
+	if !ok {
+		return visibleAt, from, true, false
+	}
+	ckOffset, popTime, ok := strings.Cut(ck, "/")
+	if !ok {
+		return visibleAt, from, true, false
+	}
+	from = stagedName{queueKey: queueKey{in.Group, in.Topic, in.QueueID}, offset: in.QueueOffset}
+	if from.ckOffset, err = strconv.ParseInt(ckOffset, 10, 64); err != nil {
+		return visibleAt, from, true, false
+	}
+	if from.popTime, err = strconv.ParseInt(popTime, 10, 64); err != nil {
+		return visibleAt, from, true, false
+	}
+	return visibleAt, from, true, true
+}
+
+// stagedFromValue is the propertyStagedFrom value of the copy of in.
+func stagedFromValue(in *kvindex.ReviveIntent) string {
+	return strconv.FormatInt(in.CKOffset, 10) + "/" + strconv.FormatInt(in.PopTime, 10)
 }
 
 // cutAtGate drops from r the staged copies not to be handed out before a
@@ -461,17 +492,27 @@ type admission struct {
 	originals map[stagedName]*kvindex.Checkpoint
 	order     []stagedName
 	queues    []queueKey
-	release   []func()
+	// lowest is the smallest offset taken of each queue.
+	lowest  map[queueKey]int64
+	release []func()
 	// gateAt is the time of the first copy not to be handed out yet (0:
 	// none met); busy is set when the lock of a copy's queue was taken.
 	gateAt int64
 	busy   bool
 }
 
-// stagedName names a checkpoint of any queue.
+// stagedName names the message a staged copy copies: its queue and
+// offset, and its checkpoint (ckOffset, popTime).
 type stagedName struct {
 	queueKey
+	offset            int64
 	ckOffset, popTime int64
+}
+
+// checkpoint is the name of n's checkpoint alone.
+func (n stagedName) checkpoint() stagedName {
+	n.offset = 0
+	return n
 }
 
 // admitCopies takes out of r (a pop of group's pop-retry queue src, whose
@@ -483,9 +524,14 @@ type stagedName struct {
 // goroutine holds ends the pop's read there. The caller writes the
 // admission's checkpoints in the pop's commit and then calls finish.
 func (s *Service) admitCopies(req PopRequest, src source, r *readResult, now int64) (*admission, error) {
-	a := &admission{s: s, originals: map[stagedName]*kvindex.Checkpoint{}}
-	own := s.stripe(req.Group, src.topic, src.queueID)
-	locked := map[*sync.Mutex]bool{own: true}
+	a := &admission{s: s, originals: map[stagedName]*kvindex.Checkpoint{}, lowest: map[queueKey]int64{}}
+	own := s.stripeIndex(req.Group, src.topic, src.queueID)
+	locked := map[int]bool{own: true}
+	// Stripes above every one held are waited for; the others only taken
+	// when free: every wait is then for a stripe above all its waiter
+	// holds, so no two admissions wait for each other (other users of
+	// the stripes hold one at a time).
+	highest := own
 	held := map[string]bool{src.topic: true}
 	gone := map[string]bool{}
 	keep := 0
@@ -500,28 +546,31 @@ func (s *Service) admitCopies(req PopRequest, src source, r *readResult, now int
 				r.truncateKept(keep, i)
 				return a, nil
 			}
-			if staged && named && in.Group == req.Group {
-				m := s.stripe(in.Group, in.Topic, in.QueueID)
-				if !locked[m] {
-					if !m.TryLock() {
+			if staged && named && in.group == req.Group {
+				if m := s.stripeIndex(in.group, in.topic, in.queueID); !locked[m] {
+					mu := &s.locks[m]
+					if m > highest {
+						mu.Lock()
+						highest = m
+					} else if !mu.TryLock() {
 						a.busy = true
 						r.truncateKept(keep, i)
 						return a, nil
 					}
 					locked[m] = true
-					a.release = append(a.release, m.Unlock)
+					a.release = append(a.release, mu.Unlock)
 				}
-				if !held[in.Topic] {
-					release, live, err := s.holdLive(req, in.Topic)
+				if !held[in.topic] {
+					release, live, err := s.holdLive(req, in.topic)
 					a.release = append(a.release, release)
 					if err != nil {
 						a.finish()
 						return nil, err
 					}
-					held[in.Topic], gone[in.Topic] = true, !live
+					held[in.topic], gone[in.topic] = true, !live
 				}
 				var err error
-				if handOut, err = a.take(in, gone[in.Topic]); err != nil {
+				if handOut, err = a.take(in, gone[in.topic]); err != nil {
 					a.finish()
 					return nil, err
 				}
@@ -557,29 +606,22 @@ func (r *readResult) recount() {
 	}
 }
 
-// take decides whether the staged copy of in is handed out: only while its
-// message is still in its staged checkpoint, from which it is removed.
-// The caller holds the lock and a hold of in's queue; gone says the
-// topic was deleted since the pop began.
-func (a *admission) take(in kvindex.ReviveIntent, gone bool) (bool, error) {
+// take decides whether the staged copy of the message in names is handed
+// out: only while the message is still in its staged checkpoint, from
+// which it is removed. The caller holds the lock and a hold of its queue;
+// gone says the topic was deleted since the pop began.
+func (a *admission) take(in stagedName, gone bool) (bool, error) {
 	if gone {
 		return false, nil
 	}
-	f, ok, err := a.s.store.InFlightAt(in.Group, in.Topic, in.QueueID, in.QueueOffset)
-	if err != nil {
-		return false, fmt.Errorf("staged copy of %s/%d@%d: %w", in.Topic, in.QueueID, in.QueueOffset, err)
-	}
-	if !ok || !f.Staged {
-		return false, nil
-	}
-	name := stagedName{queueKey{in.Group, in.Topic, in.QueueID}, f.CKOffset, f.PopTime}
+	name := in.checkpoint()
 	c := a.originals[name]
 	if c == nil {
-		got, ok, err := a.s.store.Checkpoint(in.Group, in.Topic, in.QueueID, f.CKOffset, f.PopTime)
+		got, ok, err := a.s.store.Checkpoint(in.group, in.topic, in.queueID, in.ckOffset, in.popTime)
 		if err != nil {
-			return false, fmt.Errorf("staged copy of %s/%d@%d: %w", in.Topic, in.QueueID, in.QueueOffset, err)
+			return false, fmt.Errorf("staged copy of %s/%d@%d: %w", in.topic, in.queueID, in.offset, err)
 		}
-		if !ok {
+		if !ok || !got.Staged {
 			return false, nil
 		}
 		c = &got
@@ -589,7 +631,13 @@ func (a *admission) take(in kvindex.ReviveIntent, gone bool) (bool, error) {
 			a.queues = append(a.queues, name.queueKey)
 		}
 	}
-	return len(c.Remove([]int64{in.QueueOffset})) == 1, nil
+	if len(c.Remove([]int64{in.offset})) == 0 {
+		return false, nil
+	}
+	if low, ok := a.lowest[name.queueKey]; !ok || in.offset < low {
+		a.lowest[name.queueKey] = in.offset
+	}
+	return true, nil
 }
 
 func containsQueue(qs []queueKey, k queueKey) bool {
@@ -627,11 +675,20 @@ func (a *admission) committed() error {
 	b := a.s.store.NewBatch()
 	defer b.Close()
 	for _, k := range a.queues {
+		// The committed offset is the smallest offset in flight: it moves
+		// only when that was among the messages taken.
+		cur, has, err := a.s.cfg.Offsets.Get(k.group, k.topic, k.queueID)
+		if err != nil {
+			return err
+		}
+		if has && cur < a.lowest[k] {
+			continue
+		}
 		pos, _, err := a.s.store.Position(k.group, k.topic, k.queueID)
 		if err != nil {
 			return err
 		}
-		if err := a.s.committed(b, k.group, k.topic, k.queueID, pos); err != nil {
+		if err := a.s.committedFrom(b, k.group, k.topic, k.queueID, pos, cur, has, nil); err != nil {
 			return err
 		}
 	}
@@ -713,12 +770,12 @@ func (s *Service) dropSettledCopies(group string, r *readResult) error {
 	keep := 0
 	for i, rec := range r.records {
 		if rec != nil {
-			if _, in, staged, named := stagedCopy(rec); staged && named && in.Group == group {
-				_, ok, err := s.store.InFlightAt(in.Group, in.Topic, in.QueueID, in.QueueOffset)
+			if _, in, staged, named := stagedCopy(rec); staged && named && in.group == group {
+				c, ok, err := s.store.Checkpoint(in.group, in.topic, in.queueID, in.ckOffset, in.popTime)
 				if err != nil {
-					return fmt.Errorf("staged copy of %s/%d@%d: %w", in.Topic, in.QueueID, in.QueueOffset, err)
+					return fmt.Errorf("staged copy of %s/%d@%d: %w", in.topic, in.queueID, in.offset, err)
 				}
-				if !ok {
+				if !ok || !c.Contains(in.offset) {
 					continue
 				}
 			}
@@ -796,11 +853,12 @@ func (w *gateWakes) close() {
 // their deadline.
 func (s *Service) StagedCount() int64 { return s.staged.Load() }
 
-// stagedSet marks the topic of a message revive puts: a copy for the DLQ
-// never carries PropertyVisibleAt.
-func stagedSet(set [][2]string, topic, group string, gate int64) [][2]string {
-	if gate > 0 && topic != meta.DLQTopic(group) {
-		set = append(set, [2]string{PropertyVisibleAt, strconv.FormatInt(gate, 10)})
+// stagedSet adds to set the properties of a staged copy of in's message
+// to topic, when gate is set: a copy for the DLQ is never staged.
+func stagedSet(set [][2]string, topic string, in *kvindex.ReviveIntent, gate int64) [][2]string {
+	if gate > 0 && topic != meta.DLQTopic(in.Group) {
+		set = append(set, [2]string{PropertyVisibleAt, strconv.FormatInt(gate, 10)},
+			[2]string{propertyStagedFrom, stagedFromValue(in)})
 	}
 	return set
 }

@@ -127,6 +127,7 @@ type popRun struct {
 	revived               int64
 	staged                int64   // of the revived, copies staged ahead of their deadline (RKV_VISIBLE_AT)
 	drainRate             float64 // first re-deliveries popped a second, from the first to the last
+	receivedP99           int64   // ms from the deadline to the pop of a first re-delivery, 99th percentile
 	inFlight              int64
 	streamed              float64 // pops/s the stream achieved (with --stream-rate)
 }
@@ -171,8 +172,8 @@ func runPopBench(ctx context.Context, w io.Writer, o popOptions) error {
 			if o.streamRate > 0 {
 				what = fmt.Sprintf("a stream of %s pops/s expiring (asked %s), first re-deliveries measured", fmtNum(r.streamed), fmtNum(o.streamRate))
 			}
-			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms (%d of them staged), popped at %.0f msg/s",
-				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax, r.staged, r.drainRate)
+			fmt.Fprintf(w, "; %d in flight: RSS %s -> %s (+%s); %s %d, lateness p50 %d ms p99 %d ms max %d ms (%d of them staged), popped at %.0f msg/s, popped by p99 %d ms after the deadline",
+				r.inFlight, fmtBytes(r.rssBefore), fmtBytes(r.rssAfter), fmtBytes(r.rssAfter-r.rssBefore), what, r.revived, r.lateP50, r.lateP99, r.lateMax, r.staged, r.drainRate, r.receivedP99)
 		}
 		fmt.Fprintln(w)
 		runs = append(runs, r)
@@ -467,6 +468,10 @@ func (r *popRun) setLateness(t *reviveTally) {
 	if span := t.lastPop - t.firstPop; span > 0 {
 		r.drainRate = float64(len(late)) / (float64(span) / 1000)
 	}
+	if got := t.received; len(got) > 0 {
+		sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		r.receivedP99 = percentile(got, 99)
+	}
 	if len(late) > 0 {
 		r.lateP50, r.lateP99, r.lateMax = percentile(late, 50), percentile(late, 99), late[len(late)-1]
 	}
@@ -502,6 +507,9 @@ type reviveTally struct {
 	// firstPop and lastPop are the pop times of the first and last first
 	// re-delivery popped: how long consuming them took.
 	firstPop, lastPop int64
+	// received is, for each first re-delivery, its pop time minus its
+	// deadline: when the consumers got it, their own pace included.
+	received []int64
 }
 
 // add reads m, popped by a pop whose response carried popTime.
@@ -533,6 +541,7 @@ func (t *reviveTally) add(m popclient.Message, popTime int64) {
 		return
 	}
 	t.late = append(t.late, poppable-(pt+t.invisible.Milliseconds()))
+	t.received = append(t.received, popTime-(pt+t.invisible.Milliseconds()))
 	if t.firstPop == 0 || popTime < t.firstPop {
 		t.firstPop = popTime
 	}
