@@ -530,8 +530,11 @@ func (s *Service) admitCopies(req PopRequest, src source, r *readResult, now int
 	// Stripes above every one held are waited for; the others only taken
 	// when free: every wait is then for a stripe above all its waiter
 	// holds, so no two admissions wait for each other (other users of
-	// the stripes hold one at a time).
-	highest := own
+	// the stripes hold one at a time). Once the admission holds another
+	// topic against its deletion, it waits for no stripe: the holder of
+	// that stripe could be waiting for the deletion, and the deletion for
+	// the admission's hold.
+	highest, holding := own, false
 	held := map[string]bool{src.topic: true}
 	gone := map[string]bool{}
 	keep := 0
@@ -549,7 +552,7 @@ func (s *Service) admitCopies(req PopRequest, src source, r *readResult, now int
 			if staged && named && in.group == req.Group {
 				if m := s.stripeIndex(in.group, in.topic, in.queueID); !locked[m] {
 					mu := &s.locks[m]
-					if m > highest {
+					if m > highest && !holding {
 						mu.Lock()
 						highest = m
 					} else if !mu.TryLock() {
@@ -567,7 +570,7 @@ func (s *Service) admitCopies(req PopRequest, src source, r *readResult, now int
 						a.finish()
 						return nil, err
 					}
-					held[in.topic], gone[in.topic] = true, !live
+					held[in.topic], gone[in.topic], holding = true, !live, true
 				}
 				var err error
 				if handOut, err = a.take(in, gone[in.topic]); err != nil {
