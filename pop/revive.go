@@ -179,46 +179,15 @@ func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Queues are revived in parallel: each holds its own lock, and the
-	// waits (a pop holding the lock, the CommitLog append) overlap.
-	work := make(chan queueKey)
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	var handled atomic.Int64
-	for w := 0; w < min(reviveWorkers, len(order)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range work {
-				m, err := s.reviveQueue(ctx, k, byQueue[k], now)
-				handled.Add(int64(m))
-				if err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-					continue
-				}
-				s.cfg.OnQueueReady(k.topic, k.group, k.queueID)
-			}
-		}()
-	}
-	for _, k := range order {
-		if ctx.Err() != nil {
-			break
+	n, err := s.eachQueue(ctx, order, func(k queueKey) (int, error) {
+		m, err := s.reviveQueue(ctx, k, byQueue[k], now)
+		if err == nil {
+			s.cfg.OnQueueReady(k.topic, k.group, k.queueID)
 		}
-		work <- k
-	}
-	close(work)
-	wg.Wait()
-	n := int(handled.Load())
-	if firstErr != nil {
-		return n, firstErr
-	}
-	if ctx.Err() != nil {
-		return n, ctx.Err()
+		return m, err
+	})
+	if err != nil {
+		return n, err
 	}
 	if len(order) > 0 {
 		if err := s.sync(); err != nil {
@@ -255,6 +224,73 @@ func (s *Service) lowerCursor() {
 // a burst of records expired).
 const reviveCursorMargin = 250
 
+// eachQueue runs do for each queue of order, reviveWorkers queues at once
+// (each holds its own lock, and the waits, a pop holding the lock or the
+// CommitLog append, overlap), and returns the sum of what do returned and
+// the first error, or ctx's when it ended before every queue was done.
+func (s *Service) eachQueue(ctx context.Context, order []queueKey, do func(queueKey) (int, error)) (int, error) {
+	work := make(chan queueKey)
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	var total atomic.Int64
+	for w := 0; w < min(reviveWorkers, len(order)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range work {
+				n, err := do(k)
+				total.Add(int64(n))
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, k := range order {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- k
+	}
+	close(work)
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	return int(total.Load()), firstErr
+}
+
+// dueNames returns the names of the checkpoints of due entries.
+func dueNames(due []kvindex.DueEntry) []kvindex.CheckpointName {
+	names := make([]kvindex.CheckpointName, len(due))
+	for i, d := range due {
+		names[i] = kvindex.CheckpointName{CKOffset: d.CKOffset, PopTime: d.PopTime}
+	}
+	return names
+}
+
+// entriesOf reads the ConsumeQueue entries of a queue from first to last
+// in one range read, when the span is at most maxReviveSpan (an empty map
+// otherwise: readEntry then reads each message's entry on its own).
+func (s *Service) entriesOf(topic string, queueID int32, first, last int64) (map[int64]cq.Entry, error) {
+	entries := map[int64]cq.Entry{}
+	if span := last - first + 1; span <= maxReviveSpan {
+		es, err := s.cfg.CQ.Get(topic, queueID, first, int(span))
+		if err != nil {
+			return nil, fmt.Errorf("revive: read %s/%d@%d: %w", topic, queueID, first, err)
+		}
+		for _, e := range es {
+			entries[e.QueueOffset] = e
+		}
+	}
+	return entries, nil
+}
+
 func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.DueEntry, now int64) (int, error) {
 	unlock := s.lock(k.group, k.topic, k.queueID)
 	defer unlock()
@@ -272,11 +308,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	// damaged store left behind, which every round would meet again.
 	cks := make([]kvindex.Checkpoint, 0, len(due))
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	names := make([]kvindex.CheckpointName, len(due))
-	for i, d := range due {
-		names[i] = kvindex.CheckpointName{CKOffset: d.CKOffset, PopTime: d.PopTime}
-	}
-	err := s.store.ReadCheckpoints(k.group, k.topic, k.queueID, names, func(i int, c kvindex.Checkpoint, ok bool) error {
+	err := s.store.ReadCheckpoints(k.group, k.topic, k.queueID, dueNames(due), func(i int, c kvindex.Checkpoint, ok bool) error {
 		if !ok || c.VisibleAt != due[i].VisibleAt || c.Staged {
 			return b.DeleteOrphanDue(&due[i].Checkpoint)
 		}
@@ -311,17 +343,9 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	if !groupExists {
 		return s.dropCheckpoints(b, cks, "the consumer group does not exist")
 	}
-	// The messages' ConsumeQueue entries: one range read when the span is
-	// small enough.
-	entries := map[int64]cq.Entry{}
-	if span := last - first + 1; span <= maxReviveSpan {
-		es, err := s.cfg.CQ.Get(k.topic, k.queueID, first, int(span))
-		if err != nil {
-			return 0, fmt.Errorf("revive: read %s/%d@%d: %w", k.topic, k.queueID, first, err)
-		}
-		for _, e := range es {
-			entries[e.QueueOffset] = e
-		}
+	entries, err := s.entriesOf(k.topic, k.queueID, first, last)
+	if err != nil {
+		return 0, err
 	}
 	// The revived messages' bodies alias these views until they are put.
 	var views []*commitlog.View

@@ -41,7 +41,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -218,40 +217,9 @@ func (s *Service) plan(now, from int64) (int64, error) {
 // stageQueues stages the due entries of each queue, a few queues at once
 // as revive rounds do, and returns how many messages it staged.
 func (s *Service) stageQueues(ctx context.Context, order []queueKey, byQueue map[queueKey][]kvindex.DueEntry, gate, now int64) (int, error) {
-	work := make(chan queueKey)
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	var staged atomic.Int64
-	for w := 0; w < min(reviveWorkers, len(order)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range work {
-				n, err := s.stageQueue(ctx, k, byQueue[k], gate, now)
-				staged.Add(int64(n))
-				if err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, k := range order {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- k
-	}
-	close(work)
-	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	return int(staged.Load()), firstErr
+	return s.eachQueue(ctx, order, func(k queueKey) (int, error) {
+		return s.stageQueue(ctx, k, byQueue[k], gate, now)
+	})
 }
 
 // stageQueue copies the messages of one queue's checkpoints due in the
@@ -270,13 +238,9 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 	if err != nil || !groupExists {
 		return 0, err
 	}
-	names := make([]kvindex.CheckpointName, len(due))
-	for i, d := range due {
-		names[i] = kvindex.CheckpointName{CKOffset: d.CKOffset, PopTime: d.PopTime}
-	}
 	var cks []kvindex.Checkpoint
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	err = s.store.ReadCheckpoints(k.group, k.topic, k.queueID, names, func(i int, c kvindex.Checkpoint, ok bool) error {
+	err = s.store.ReadCheckpoints(k.group, k.topic, k.queueID, dueNames(due), func(i int, c kvindex.Checkpoint, ok bool) error {
 		// Acked or moved since the scan, or revived once already and
 		// failed: left as it is.
 		if ok && c.VisibleAt == due[i].VisibleAt && !c.Staged && c.Attempts == 0 {
@@ -288,15 +252,9 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 	if err != nil || len(cks) == 0 {
 		return 0, err
 	}
-	entries := map[int64]cq.Entry{}
-	if span := last - first + 1; span <= maxReviveSpan {
-		es, err := s.cfg.CQ.Get(k.topic, k.queueID, first, int(span))
-		if err != nil {
-			return 0, fmt.Errorf("stage: read %s/%d@%d: %w", k.topic, k.queueID, first, err)
-		}
-		for _, e := range es {
-			entries[e.QueueOffset] = e
-		}
+	entries, err := s.entriesOf(k.topic, k.queueID, first, last)
+	if err != nil {
+		return 0, err
 	}
 	var views []*commitlog.View
 	defer func() {
