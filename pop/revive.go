@@ -162,25 +162,13 @@ type queueKey struct {
 func (s *Service) ReviveOnce(ctx context.Context) (int, error) {
 	now := s.now()
 	s.lowerCursor()
-	byQueue := map[queueKey][]kvindex.DueEntry{}
-	var order []queueKey
-	scanned := 0
-	lastDue := int64(0)
-	err := s.store.DueEntries(s.cursor, now, s.cfg.ReviveBatch, func(d kvindex.DueEntry) bool {
-		lastDue = d.VisibleAt
-		k := queueKey{d.Group, d.Topic, d.QueueID}
-		if _, ok := byQueue[k]; !ok {
-			order = append(order, k)
-		}
-		byQueue[k] = append(byQueue[k], d)
-		scanned += d.Count
-		return true
-	})
+	r, err := s.dueRound(s.cursor, now)
 	if err != nil {
 		return 0, err
 	}
+	scanned, lastDue, order := r.scanned, r.lastDue, r.order
 	n, err := s.eachQueue(ctx, order, func(k queueKey) (int, error) {
-		m, err := s.reviveQueue(ctx, k, byQueue[k], now)
+		m, err := s.reviveQueue(ctx, k, r.byQueue[k], now)
 		if err == nil {
 			s.cfg.OnQueueReady(k.topic, k.group, k.queueID)
 		}
@@ -223,6 +211,34 @@ func (s *Service) lowerCursor() {
 // 3 s, and walking 3 s of tombstones was 14 % of the broker's CPU while
 // a burst of records expired).
 const reviveCursorMargin = 250
+
+// dueRound is the deadline entries of one round, by queue.
+type dueRound struct {
+	byQueue map[queueKey][]kvindex.DueEntry
+	// order lists the queues in the order of their first entry.
+	order []queueKey
+	// scanned counts the messages of the entries, and lastDue is the
+	// last entry's deadline.
+	scanned int
+	lastDue int64
+}
+
+// dueRound reads the deadline entries in [from, before], up to
+// ReviveBatch messages, by queue.
+func (s *Service) dueRound(from, before int64) (dueRound, error) {
+	r := dueRound{byQueue: map[queueKey][]kvindex.DueEntry{}}
+	err := s.store.DueEntries(from, before, s.cfg.ReviveBatch, func(d kvindex.DueEntry) bool {
+		r.lastDue = d.VisibleAt
+		k := queueKey{d.Group, d.Topic, d.QueueID}
+		if _, ok := r.byQueue[k]; !ok {
+			r.order = append(r.order, k)
+		}
+		r.byQueue[k] = append(r.byQueue[k], d)
+		r.scanned += d.Count
+		return true
+	})
+	return r, err
+}
 
 // eachQueue runs do for each queue of order, reviveWorkers queues at once
 // (each holds its own lock, and the waits, a pop holding the lock or the

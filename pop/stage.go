@@ -151,25 +151,14 @@ func (s *Service) StageOnce(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	before := min(s.stage.until, next+stageSpan.Milliseconds())
-	byQueue := map[queueKey][]kvindex.DueEntry{}
-	var order []queueKey
-	scanned := 0
-	gate := int64(0)
-	err = s.store.DueEntries(next, before, s.cfg.ReviveBatch, func(d kvindex.DueEntry) bool {
-		gate = d.VisibleAt
-		k := queueKey{d.Group, d.Topic, d.QueueID}
-		if _, ok := byQueue[k]; !ok {
-			order = append(order, k)
-		}
-		byQueue[k] = append(byQueue[k], d)
-		scanned += d.Count
-		return true
-	})
+	r, err := s.dueRound(next, before)
 	if err != nil {
 		return 0, err
 	}
+	// Every copy of the round is handed out from its last deadline.
+	scanned, gate := r.scanned, r.lastDue
 	t0 := time.Now()
-	staged, err := s.stageQueues(ctx, order, byQueue, gate, now)
+	staged, err := s.stageQueues(ctx, r.order, r.byQueue, gate, now)
 	if err != nil {
 		return staged, err
 	}
