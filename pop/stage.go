@@ -88,8 +88,10 @@ const (
 	// are handed out at its last deadline, so the earliest of them wait
 	// at most this long past theirs.
 	stageSpan = 50 * time.Millisecond
-	// stagePlanScan bounds the deadline entries one plan reads.
-	stagePlanScan = 1 << 18
+	// stagePlanScan bounds the deadline entries one plan reads (some
+	// 10 ms a second): what lies past them is seen by the plans that
+	// come as the entries before it fall due.
+	stagePlanScan = 1 << 16
 	// stageRateSample is the least number of messages a round must
 	// handle for its rate to count.
 	stageRateSample = 256
