@@ -1,9 +1,6 @@
 package pop
 
 import (
-	"sync"
-	"time"
-
 	"github.com/rocketkv/rocketkv/kvindex"
 )
 
@@ -15,25 +12,10 @@ import (
 // queue would sleep out its whole poll time. There is one timer per locked
 // queue, replaced when the batch's deadline moves and stopped when the
 // batch is acknowledged (the acknowledgement wakes the queue itself).
-type orderWakes struct {
-	notify func(topic, group string, queueID int32)
-
-	mu     sync.Mutex
-	timers map[orderKey]*orderWake
-	closed bool
-}
-
-type orderKey struct {
-	group, topic string
-	queueID      int32
-}
-
-// orderWake is one queue's timer; its identity tells a timer that fired
-// whether it is still the queue's current one.
-type orderWake struct{ t *time.Timer }
+type orderWakes struct{ timers *queueTimers }
 
 func newOrderWakes(notify func(topic, group string, queueID int32)) *orderWakes {
-	return &orderWakes{notify: notify, timers: map[orderKey]*orderWake{}}
+	return &orderWakes{timers: newQueueTimers(notify)}
 }
 
 // lockFreeAt returns when st stops locking its queue (ms): the latest
@@ -64,64 +46,24 @@ func (w *orderWakes) set(st *kvindex.OrderState, now int64) {
 	if w == nil {
 		return
 	}
-	at := lockFreeAt(st)
-	if at == 0 {
-		w.clear(st.Group, st.Topic, st.QueueID)
-		return
+	k := queueKey{st.Group, st.Topic, st.QueueID}
+	if at := lockFreeAt(st); at != 0 {
+		w.timers.arm(k, at, now, false)
+	} else {
+		w.timers.clear(k)
 	}
-	k := orderKey{st.Group, st.Topic, st.QueueID}
-	e := &orderWake{}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	if old := w.timers[k]; old != nil {
-		old.t.Stop()
-	}
-	w.timers[k] = e
-	// Under mu: fire waits for it, so e.t is set before fire reads it.
-	e.t = time.AfterFunc(time.Duration(max(at-now, 0))*time.Millisecond, func() { w.fire(k, e) })
 }
 
 // clear stops the timer of a queue whose batch is gone.
 func (w *orderWakes) clear(group, topic string, queueID int32) {
-	if w == nil {
-		return
-	}
-	k := orderKey{group, topic, queueID}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if old := w.timers[k]; old != nil {
-		old.t.Stop()
-		delete(w.timers, k)
-	}
-}
-
-// fire wakes the queue's held pops, unless the timer was replaced or the
-// service closed meanwhile.
-func (w *orderWakes) fire(k orderKey, e *orderWake) {
-	w.mu.Lock()
-	current := w.timers[k] == e && !w.closed
-	if current {
-		delete(w.timers, k)
-	}
-	w.mu.Unlock()
-	if current {
-		w.notify(k.topic, k.group, k.queueID)
+	if w != nil {
+		w.timers.clear(queueKey{group, topic, queueID})
 	}
 }
 
 // close stops every timer; later sets do nothing.
 func (w *orderWakes) close() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-	for k, e := range w.timers {
-		e.t.Stop()
-		delete(w.timers, k)
+	if w != nil {
+		w.timers.close()
 	}
 }

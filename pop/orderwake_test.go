@@ -76,8 +76,4 @@ func TestOrderWakes(t *testing.T) {
 }
 
 // armedQueues returns how many queues have a timer armed.
-func (w *orderWakes) armedQueues() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.timers)
-}
+func (w *orderWakes) armedQueues() int { return w.timers.armed() }

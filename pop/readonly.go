@@ -140,7 +140,7 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 		// A staged copy is handed out from its time on, here too, and
 		// only while the copy of the master's state holds its message.
 		if at := cutAtGate(&r, popTime); at > 0 {
-			s.gates.at(k, at, s.now())
+			s.gates.arm(k, at, s.now(), true)
 		}
 		if err := s.dropSettledCopies(req.Group, &r); err != nil {
 			return readResult{}, err

@@ -214,7 +214,7 @@ type Service struct {
 	// pop-retry queue when its next staged copy may be handed out.
 	stage  stager
 	staged atomic.Int64
-	gates  *gateWakes
+	gates  *queueTimers
 	// cursor is the revive loop's lower bound: no record is due before
 	// it, so scans skip the tombstones below it. Writers of a deadline
 	// report it to lowDeadline once their batch is committed
@@ -292,7 +292,7 @@ func New(cfg Config) (*Service, error) {
 		reqCount: map[string]uint64{},
 		wake:     make(chan struct{}, 1),
 	}
-	s.gates = newGateWakes(cfg.OnQueueReady)
+	s.gates = newQueueTimers(cfg.OnQueueReady)
 	s.startStager()
 	s.handed = newHandedOut(cfg.OnQueueReady, s.now)
 	s.slaveOrd = newSlaveOrders(s.store)

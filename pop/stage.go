@@ -40,7 +40,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -305,7 +304,7 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 	}
 	// Pops held on the pop-retry queue wake when the copies may be
 	// handed out.
-	s.gates.at(queueKey{k.group, s.reviveTopic(originalTopic(k.topic, k.group), k.group), 0}, gate, s.now())
+	s.gates.arm(queueKey{k.group, s.reviveTopic(originalTopic(k.topic, k.group), k.group), 0}, gate, s.now(), true)
 	return len(out), nil
 }
 
@@ -679,9 +678,9 @@ func (s *Service) waitForGate(group string, src source, adm *admission) {
 	now := s.now()
 	switch {
 	case adm.gateAt > 0:
-		s.gates.at(k, adm.gateAt, now)
+		s.gates.arm(k, adm.gateAt, now, true)
 	case adm.busy:
-		s.gates.at(k, now+stageBusyRetry.Milliseconds(), now)
+		s.gates.arm(k, now+stageBusyRetry.Milliseconds(), now, true)
 	}
 }
 
@@ -703,7 +702,7 @@ func (s *Service) headGated(k queueKey, pos int64) (bool, error) {
 	defer v.Release()
 	now := s.now()
 	if at, _, staged, _ := stagedCopy(v.Data); staged && at > now {
-		s.gates.at(k, at, now)
+		s.gates.arm(k, at, now, true)
 		return true, nil
 	}
 	return false, nil
@@ -738,67 +737,6 @@ func (s *Service) dropSettledCopies(group string, r *readResult) error {
 	r.offsets, r.records, r.entries = r.offsets[:keep], r.records[:keep], r.entries[:keep]
 	r.recount()
 	return nil
-}
-
-// gateWakes wakes the pops held on pop-retry queues when a staged copy
-// they stopped at may be handed out.
-type gateWakes struct {
-	notify func(topic, group string, queueID int32)
-
-	mu     sync.Mutex
-	timers map[queueKey]*gateWake
-	closed bool
-}
-
-type gateWake struct {
-	at int64
-	t  *time.Timer
-}
-
-func newGateWakes(notify func(topic, group string, queueID int32)) *gateWakes {
-	return &gateWakes{notify: notify, timers: map[queueKey]*gateWake{}}
-}
-
-// at makes sure the held pops of k wake at the time at (ms since the
-// epoch) or earlier.
-func (w *gateWakes) at(k queueKey, at, now int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return
-	}
-	if old := w.timers[k]; old != nil {
-		if old.at <= at {
-			return
-		}
-		old.t.Stop()
-	}
-	e := &gateWake{at: at}
-	w.timers[k] = e
-	e.t = time.AfterFunc(time.Duration(max(at-now, 0))*time.Millisecond, func() { w.fire(k, e) })
-}
-
-func (w *gateWakes) fire(k queueKey, e *gateWake) {
-	w.mu.Lock()
-	current := w.timers[k] == e && !w.closed
-	if current {
-		delete(w.timers, k)
-	}
-	w.mu.Unlock()
-	if current {
-		w.notify(k.topic, k.group, k.queueID)
-	}
-}
-
-// close stops the timers.
-func (w *gateWakes) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-	for k, e := range w.timers {
-		e.t.Stop()
-		delete(w.timers, k)
-	}
 }
 
 // StagedCount returns how many messages staged revives copied ahead of
