@@ -35,10 +35,11 @@ import (
 // deliver each message twice, the copy and then the revive. Left out,
 // each arrives once, possibly before its invisible time ends (and a copy
 // of a message acknowledged since its staging arrives too). The rollback
-// lists the checkpoints by their deadline entries, which staged ones lack;
-// it counts those it leaves out, for the log and the answer's remark. A
-// checkpoint the staged revive stages after the listing has both a
-// check-point and a copy: delivered twice, still at least once.
+// lists the checkpoints by their deadline entries (a staged one's is its
+// backstop) and leaves the staged ones out, counting them for the log and
+// the answer's remark. A checkpoint the staged revive stages after the
+// listing has both a check-point and a copy: delivered twice, still at
+// least once.
 
 // reviveQueueNum is RocketMQ's default count of revive queues, the
 // queues of a revive topic rocketkv creates.
@@ -82,9 +83,8 @@ func (b *Broker) rollbackPop(ctx context.Context) (rollbackCounts, kvindex.PopRo
 	}
 	r := kvindex.PopRollback{Topic: topic, From: -1, At: time.Now().UnixMilli()}
 	var cks []kvindex.Checkpoint
-	// The deadline entries name every checkpoint but the staged ones,
-	// which must stay out (see above); a record read with the staged mark
-	// (staged between the entry's read and the record's) is left out too.
+	// The deadline entries name every checkpoint; the staged ones stay
+	// out (see above).
 	if err := b.db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
 		if len(c.Offsets) > 0 && !c.Staged {
 			cks = append(cks, c)

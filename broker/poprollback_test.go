@@ -101,7 +101,7 @@ func TestPopRollbackLeavesStagedOut(t *testing.T) {
 		t.Fatalf("checkpoint of the first pop: %+v %v %v", ck, ok, err)
 	}
 	batch := b.db.Pop().NewBatch()
-	if err := batch.StageCheckpoint(&ck); err != nil {
+	if err := batch.StageCheckpoint(&ck, ck.VisibleAt+300000); err != nil {
 		t.Fatal(err)
 	}
 	if err := batch.Commit(false); err != nil {

@@ -341,18 +341,20 @@
 // revive after its messages were re-put to the pop-retry topic or the
 // DLQ. Orderly pops write none (see 0x53). A staged checkpoint (the top
 // bit of retryFlag) is one whose messages a staged revive copied to the
-// pop-retry topic before visibleAt: it has no 0x55 entry, and a pop hands
-// a copy out only while its offset is still in the checkpoint, removing
-// it then (an ack or a change of invisible time before that leaves the
-// copy to be skipped).
+// pop-retry topic before their deadline (popTime + invisibleTime): a pop
+// hands a copy out only while its offset is still in the checkpoint,
+// removing it then (an ack or a change of invisible time before that
+// leaves the copy to be skipped), and its visibleAt is a backstop: revive
+// re-delivers then, as any due checkpoint, what no pop took the copy of
+// (a copy filtered out, gone to retention, passed by an offset reset).
 //
 // # 0x55 pop checkpoint deadline: the revive order
 //
 //	key:   0x55 | visibleAt int64 | groupLen uint16 | group | topicLen uint16 | topic | queueId int32 | ckOffset int64 | popTime int64
 //	value: count uvarint   (the checkpoint's offsets when the entry was written)
 //
-// Exactly one per 0x56 checkpoint that is not staged, at its visibleAt,
-// written and deleted in the same batches. The deadline comes first, so the checkpoints due for
+// Exactly one per 0x56 checkpoint, at its visibleAt, written and deleted
+// in the same batches. The deadline comes first, so the checkpoints due for
 // revive are one range scan from the start of the keyspace (in practice
 // from the revive cursor) up to now; each names its checkpoint, which
 // revive reads under the queue's lock. The count, not updated by acks,

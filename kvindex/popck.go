@@ -54,9 +54,10 @@ type Checkpoint struct {
 	// Attempts counts failed revives of this checkpoint.
 	Attempts int32 `json:"attempts"`
 	// Staged marks a checkpoint whose messages a staged revive already
-	// copied to the pop-retry topic ahead of VisibleAt (see
-	// StageCheckpoint): it has no deadline entry, and each copy is handed
-	// out only while its offset is still here.
+	// copied to the pop-retry topic ahead of their deadline, PopTime +
+	// InvisibleTime (see StageCheckpoint): each copy is handed out only
+	// while its offset is still here, and VisibleAt is the checkpoint's
+	// backstop, when revive re-delivers what no pop took the copy of.
 	Staged bool `json:"staged,omitempty"`
 	// Offsets are the queue offsets still in flight, ascending.
 	Offsets []int64 `json:"offsets"`
@@ -236,10 +237,9 @@ func decodeCheckpointDueKey(k []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// PutCheckpoint records a checkpoint: its record (0x56) and, unless it is
-// staged, its deadline entry (0x55). It replaces a checkpoint of the same
-// name, whose deadline entry the caller deletes when its VisibleAt
-// differs or it was not staged and c is.
+// PutCheckpoint records a checkpoint: its record (0x56) and its deadline
+// entry (0x55). It replaces a checkpoint of the same name, whose deadline
+// entry the caller deletes when its VisibleAt differs.
 func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 	if err := checkCheckpoint(c); err != nil {
 		return fmt.Errorf("put checkpoint: %w: %w", ErrBadCheckpoint, err)
@@ -251,10 +251,6 @@ func (p *PopBatch) PutCheckpoint(c *Checkpoint) error {
 	p.val = checkpointValue(p.val[:0], c)
 	if err := p.b.Set(p.key, p.val, nil); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s/%d@%d: %w", c.Group, c.Topic, c.QueueID, c.CKOffset, err)
-	}
-	if c.Staged {
-		p.noteCheckpoint(c, false)
-		return nil
 	}
 	p.key = checkpointDueKey(p.key[:0], c)
 	p.val = binary.AppendUvarint(p.val[:0], uint64(len(c.Offsets)))
@@ -332,32 +328,31 @@ func (p *PopBatch) MoveCheckpoint(old, c *Checkpoint) error {
 }
 
 // StageCheckpoint marks a stored checkpoint staged (Checkpoint.Staged):
-// its record is rewritten with the mark and its deadline entry deleted,
-// so revive no longer finds it. c is the checkpoint as stored (not
-// staged); it is left unchanged.
-func (p *PopBatch) StageCheckpoint(c *Checkpoint) error {
-	if c.Staged {
-		return fmt.Errorf("stage checkpoint %s/%s/%d@%d: already staged", c.Group, c.Topic, c.QueueID, c.CKOffset)
-	}
-	if err := p.deleteDue(c); err != nil {
-		return err
+// its record is rewritten with the mark and its deadline entry moved to
+// backstop, when revive re-delivers what no pop took the copy of. c is the
+// checkpoint as stored (not staged, never failed a revive: its deadline
+// is PopTime + InvisibleTime); it is left unchanged.
+func (p *PopBatch) StageCheckpoint(c *Checkpoint, backstop int64) error {
+	if c.Staged || c.Attempts != 0 {
+		return fmt.Errorf("stage checkpoint %s/%s/%d@%d: staged already or revived before", c.Group, c.Topic, c.QueueID, c.CKOffset)
 	}
 	staged := *c
-	staged.Staged = true
-	return p.PutCheckpoint(&staged)
+	staged.Staged, staged.VisibleAt = true, backstop
+	return p.MoveCheckpoint(c, &staged)
 }
 
 // UnstageCheckpoint takes the staged mark off a stored checkpoint: its
-// record is rewritten and its deadline entry, at c.VisibleAt, written
-// again, so revive re-delivers its messages then (at once when that has
-// passed). c is the checkpoint as stored (staged); it is left unchanged.
+// record is rewritten and its deadline entry moved back to its messages'
+// deadline, PopTime + InvisibleTime, so revive re-delivers them then (at
+// once when that has passed). c is the checkpoint as stored (staged); it
+// is left unchanged.
 func (p *PopBatch) UnstageCheckpoint(c *Checkpoint) error {
 	if !c.Staged {
 		return fmt.Errorf("unstage checkpoint %s/%s/%d@%d: not staged", c.Group, c.Topic, c.QueueID, c.CKOffset)
 	}
 	plain := *c
-	plain.Staged = false
-	return p.PutCheckpoint(&plain)
+	plain.Staged, plain.VisibleAt = false, c.PopTime+c.InvisibleTime
+	return p.MoveCheckpoint(c, &plain)
 }
 
 // Checkpoint returns the checkpoint a handle names; ok is false when there
@@ -775,8 +770,7 @@ type CheckpointCounts struct {
 	Checkpoints, Messages int64
 	// Staged and StagedMessages count the staged checkpoints
 	// (Checkpoint.Staged) among them and their offsets: messages whose
-	// copies already wait in a pop-retry topic, which no deadline entry
-	// names.
+	// copies already wait in a pop-retry topic.
 	Staged, StagedMessages int64
 }
 

@@ -3,7 +3,7 @@ package kvindex
 import "testing"
 
 // CountCheckpoints counts every checkpoint and its messages, and the
-// staged ones apart, which no deadline entry names.
+// staged ones apart.
 func TestCountCheckpointsStaged(t *testing.T) {
 	db := openTestDB(t)
 	s := db.Pop()
@@ -23,7 +23,7 @@ func TestCountCheckpointsStaged(t *testing.T) {
 	}
 	b2 := s.NewBatch()
 	defer b2.Close()
-	if err := b2.StageCheckpoint(&staged); err != nil {
+	if err := b2.StageCheckpoint(&staged, staged.VisibleAt+300000); err != nil {
 		t.Fatal(err)
 	}
 	if err := b2.Commit(false); err != nil {

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// A staged checkpoint keeps its record, with the mark, but has no
-// deadline entry: revive no longer finds it, acks still do. Unstaging
-// writes the deadline entry back at its VisibleAt.
-func TestStagedCheckpointHasNoDeadline(t *testing.T) {
+// Staging a checkpoint marks its record and moves its deadline entry to a
+// backstop; acks keep the mark and the entry; unstaging moves the entry
+// back to the messages' deadline, PopTime + InvisibleTime.
+func TestStagedCheckpointMovesToItsBackstop(t *testing.T) {
 	db := openTestDB(t)
 	s := db.Pop()
 	ck := Checkpoint{Group: "g", Topic: "%RETRY%g+T", QueueID: 0, CKOffset: 4, PopTime: 1000, InvisibleTime: 2000,
@@ -24,54 +24,49 @@ func TestStagedCheckpointHasNoDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dueCount := func() int {
+	dues := func() []int64 {
 		t.Helper()
-		n := 0
-		if err := s.DueEntries(0, math.MaxInt64, 0, func(DueEntry) bool { n++; return true }); err != nil {
+		var at []int64
+		if err := s.DueEntries(0, math.MaxInt64, 0, func(d DueEntry) bool { at = append(at, d.VisibleAt); return true }); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return at
 	}
 	commit(func(b *PopBatch) error { return b.PutCheckpoint(&ck) })
-	if n := dueCount(); n != 1 {
-		t.Fatalf("deadline entries after the put: %d, want 1", n)
-	}
-	commit(func(b *PopBatch) error { return b.StageCheckpoint(&ck) })
-	if n := dueCount(); n != 0 {
-		t.Fatalf("deadline entries of a staged checkpoint: %d, want 0", n)
+	commit(func(b *PopBatch) error { return b.StageCheckpoint(&ck, 303_000) })
+	if at := dues(); len(at) != 1 || at[0] != 303_000 {
+		t.Fatalf("deadline entries of a staged checkpoint: %v, want [303000] (its backstop)", at)
 	}
 	got, ok, err := s.Checkpoint("g", "%RETRY%g+T", 0, 4, 1000)
-	if err != nil || !ok || !got.Staged || got.RetryFlag != 2 || len(got.Offsets) != 2 {
+	if err != nil || !ok || !got.Staged || got.RetryFlag != 2 || got.VisibleAt != 303_000 || len(got.Offsets) != 2 {
 		t.Fatalf("staged checkpoint read back: %+v %v %v", got, ok, err)
 	}
-	// An ack's rewrite keeps the mark and writes no deadline entry.
+	// An ack's rewrite keeps the mark and the entry.
 	got.Remove([]int64{4})
 	commit(func(b *PopBatch) error { return b.RewriteCheckpoint(&got) })
-	if n := dueCount(); n != 0 {
-		t.Fatalf("deadline entries after an ack of a staged checkpoint: %d, want 0", n)
-	}
-	// Read back from the store, not the cache.
-	db.cks.purge()
+	db.cks.purge() // read back from the store, not the cache
 	again, ok, err := s.Checkpoint("g", "%RETRY%g+T", 0, 4, 1000)
 	if err != nil || !ok || !again.Staged || len(again.Offsets) != 1 || again.Offsets[0] != 6 {
 		t.Fatalf("staged checkpoint after the ack: %+v %v %v", again, ok, err)
 	}
-	if err := s.NewBatch().StageCheckpoint(&again); err == nil {
+	if err := s.NewBatch().StageCheckpoint(&again, 400_000); err == nil {
 		t.Fatal("staging a staged checkpoint again was accepted")
 	}
 	commit(func(b *PopBatch) error { return b.UnstageCheckpoint(&again) })
-	var due []DueEntry
-	if err := s.DueEntries(0, math.MaxInt64, 0, func(d DueEntry) bool { due = append(due, d); return true }); err != nil {
-		t.Fatal(err)
-	}
-	if len(due) != 1 || due[0].VisibleAt != 3000 || due[0].CKOffset != 4 {
-		t.Fatalf("deadline entries after unstaging: %+v", due)
+	if at := dues(); len(at) != 1 || at[0] != 3000 {
+		t.Fatalf("deadline entries after unstaging: %v, want [3000]", at)
 	}
 	plain, ok, err := s.Checkpoint("g", "%RETRY%g+T", 0, 4, 1000)
-	if err != nil || !ok || plain.Staged || plain.RetryFlag != 2 {
+	if err != nil || !ok || plain.Staged || plain.RetryFlag != 2 || plain.VisibleAt != 3000 {
 		t.Fatalf("unstaged checkpoint: %+v %v %v", plain, ok, err)
 	}
-	// A retry flag that would collide with the mark is refused.
+	// A checkpoint that failed a revive is not staged; a retry flag that
+	// would collide with the mark is refused.
+	tried := plain
+	tried.Attempts = 1
+	if err := s.NewBatch().StageCheckpoint(&tried, 400_000); err == nil {
+		t.Fatal("a checkpoint revived before was staged")
+	}
 	bad := ck
 	bad.RetryFlag = stagedBit | 1
 	if err := s.NewBatch().PutCheckpoint(&bad); err == nil {

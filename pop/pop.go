@@ -671,7 +671,7 @@ func (s *Service) Peek(group, topic string, queueID int32, maxNums int, initMode
 				// What a pop would not hand out: staged copies before
 				// their time, or of messages settled meanwhile.
 				cutAtGate(&r, s.now())
-				if err := s.dropSettledCopies(group, &r); err != nil {
+				if err := s.dropSettledCopies(group, &r, true); err != nil {
 					return err
 				}
 			}

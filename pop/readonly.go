@@ -142,7 +142,7 @@ func (s *Service) readOnlyRead(req PopRequest, src source, remain int, popTime i
 		if at := cutAtGate(&r, popTime); at > 0 {
 			s.gates.arm(k, at, s.now(), true)
 		}
-		if err := s.dropSettledCopies(req.Group, &r); err != nil {
+		if err := s.dropSettledCopies(req.Group, &r, false); err != nil {
 			return readResult{}, err
 		}
 	}

@@ -325,7 +325,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	cks := make([]kvindex.Checkpoint, 0, len(due))
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	err := s.store.ReadCheckpoints(k.group, k.topic, k.queueID, dueNames(due), func(i int, c kvindex.Checkpoint, ok bool) error {
-		if !ok || c.VisibleAt != due[i].VisibleAt || c.Staged {
+		if !ok || c.VisibleAt != due[i].VisibleAt {
 			return b.DeleteOrphanDue(&due[i].Checkpoint)
 		}
 		cks = append(cks, c)
@@ -857,11 +857,17 @@ func (s *Service) settle(b *kvindex.PopBatch, legacy []kvindex.ReviveIntent, bat
 	if err := s.giveBack(b, left, now, failed); err != nil {
 		return 0, err
 	}
-	unstaged, err := s.unstage(b, staged, stored)
+	unstaged, deadlines, err := s.unstage(b, staged, stored)
 	if err != nil {
 		return 0, err
 	}
-	return len(left) + unstaged, commitDurable(b)
+	if err := commitDurable(b); err != nil {
+		return 0, err
+	}
+	for _, at := range deadlines {
+		s.noteDeadline(at)
+	}
+	return len(left) + unstaged, nil
 }
 
 // putRevived puts the revived messages of k to their pop-retry topic and

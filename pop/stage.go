@@ -10,8 +10,10 @@ package pop
 // messages due in the next moments would take longer to re-put than the
 // time left before their deadlines (plan), it copies them to the pop-retry
 // topic in deadline order, each copy carrying PropertyVisibleAt, and marks
-// their checkpoints staged (kvindex.Checkpoint.Staged: no deadline entry,
-// so revive leaves them). A pop of a pop-retry queue stops at the first
+// their checkpoints staged (kvindex.Checkpoint.Staged: their deadline
+// entry moves to a backstop stageBackstop past the copies' time, when
+// revive re-delivers what no pop took the copy of). A pop of a pop-retry
+// queue stops at the first
 // copy whose PropertyVisibleAt lies ahead (the copies of a staging round
 // all carry the round's last deadline, and rounds go forward in deadline
 // order, so the queue's copies come in order of that time), and hands out
@@ -94,6 +96,11 @@ const (
 	// stageRateSample is the least number of messages a round must
 	// handle for its rate to count.
 	stageRateSample = 256
+	// stageBackstop is how long after a staged copy's time revive
+	// re-delivers its message itself when no pop took the copy (it was
+	// filtered out, deleted by retention, passed by an offset reset or
+	// never read): the staged checkpoint's deadline entry is there.
+	stageBackstop = 5 * time.Minute
 )
 
 // startStager sets the frontier of a service starting where the copies an
@@ -276,8 +283,9 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 	}
 	b := s.store.NewBatch()
 	defer b.Close()
+	backstop := gate + stageBackstop.Milliseconds()
 	for i := range stagedCks {
-		if err := b.StageCheckpoint(&stagedCks[i]); err != nil {
+		if err := b.StageCheckpoint(&stagedCks[i], backstop); err != nil {
 			return 0, err
 		}
 	}
@@ -340,9 +348,10 @@ func (s *Service) stageCopies(c *kvindex.Checkpoint, entries map[int64]cq.Entry,
 // batches whose put did not store every copy, in b: revive then
 // re-delivers their messages at their deadline, and a pop skips the copies
 // that were stored (their checkpoint is no longer staged). The caller
-// holds the queue's lock. It returns how many messages are due again.
-func (s *Service) unstage(b *kvindex.PopBatch, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (int, error) {
-	n := 0
+// holds the queue's lock, and reports the deadlines it returns
+// (noteDeadline) once b is committed: they may lie behind the revive
+// cursor. It returns how many messages are due again.
+func (s *Service) unstage(b *kvindex.PopBatch, batches []kvindex.ReviveBatch, stored map[revivedKey]bool) (n int, deadlines []int64, err error) {
 	for i := range batches {
 		r := &batches[i]
 		whole := true
@@ -354,17 +363,18 @@ func (s *Service) unstage(b *kvindex.PopBatch, batches []kvindex.ReviveBatch, st
 		}
 		c, ok, err := s.store.Checkpoint(r.Group, r.Topic, r.QueueID, r.CKOffset, r.PopTime)
 		if err != nil {
-			return n, err
+			return n, deadlines, err
 		}
 		if !ok || !c.Staged {
 			continue // acknowledged meanwhile
 		}
 		if err := b.UnstageCheckpoint(&c); err != nil {
-			return n, err
+			return n, deadlines, err
 		}
 		n += len(c.Offsets)
+		deadlines = append(deadlines, c.PopTime+c.InvisibleTime)
 	}
-	return n, nil
+	return n, deadlines, nil
 }
 
 // stagedCopy reads the staged-revive properties of a pop-retry record:
@@ -384,16 +394,18 @@ func stagedCopy(rec []byte) (visibleAt int64, from stagedName, staged, named boo
 	if err != nil {
 		return 0, from, false, false
 	}
+	// Only a staged revive's copy, which names its checkpoint, waits: a
+	// record of the topic put otherwise with the property does not.
+	ck, ok := commitlog.LookupProperty(m.Properties, propertyStagedFrom)
+	if !ok {
+		return 0, from, false, false
+	}
 	p, ok := commitlog.LookupProperty(m.Properties, kvindex.PropertyRevivedFrom)
 	if !ok {
 		return visibleAt, from, true, false
 	}
 	in, err := kvindex.ParseRevivedFrom(p)
 	if err != nil {
-		return visibleAt, from, true, false
-	}
-	ck, ok := commitlog.LookupProperty(m.Properties, propertyStagedFrom)
-	if !ok {
 		return visibleAt, from, true, false
 	}
 	ckOffset, popTime, ok := strings.Cut(ck, "/")
@@ -709,15 +721,17 @@ func (s *Service) headGated(k queueKey, pos int64) (bool, error) {
 }
 
 // dropSettledCopies takes out of r, read by a slave's read-only pop (or a
-// peek) of one of group's pop-retry queues, the staged copies whose
-// message the POP state does not hold in flight: acknowledged or given a
-// new invisible time before its deadline, as far as that state knows. A
-// copy whose message the state holds is kept, staged or not: a slave's
-// copy of its master's state may be older than the staging, and the
-// master's own pops, once it is back, start from its own position, so a
-// copy a slave skips is only delayed, one it hands out at most
-// duplicated. Nothing of the state is changed.
-func (s *Service) dropSettledCopies(group string, r *readResult) error {
+// peek, with requireStaged) of one of group's pop-retry queues, the staged
+// copies whose message the POP state does not hold in flight: acknowledged
+// or given a new invisible time before its deadline, as far as that state
+// knows. A peek, on the master's own state, also leaves out a copy whose
+// checkpoint is no longer staged, as a pop skips it. A slave keeps a copy
+// whose message its state holds, staged or not: its copy of the master's
+// state may be older than the staging, and the master's own pops, once it
+// is back, start from its own position, so a copy a slave skips is only
+// delayed, one it hands out at most duplicated. Nothing of the state is
+// changed.
+func (s *Service) dropSettledCopies(group string, r *readResult, requireStaged bool) error {
 	keep := 0
 	for i, rec := range r.records {
 		if rec != nil {
@@ -726,7 +740,7 @@ func (s *Service) dropSettledCopies(group string, r *readResult) error {
 				if err != nil {
 					return fmt.Errorf("staged copy of %s/%d@%d: %w", in.topic, in.queueID, in.offset, err)
 				}
-				if !ok || !c.Contains(in.offset) {
+				if !ok || !c.Contains(in.offset) || (requireStaged && !c.Staged) {
 					continue
 				}
 			}

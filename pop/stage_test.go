@@ -50,12 +50,20 @@ type storingBroker struct {
 	log      *commitlog.Log
 	queues   *memQueues
 	failPuts int
+	// failWaits WaitDispatched calls fail (a dispatcher behind).
+	failWaits int
 }
 
 func (b *storingBroker) ReadQueueNums(string) (int, bool, error)   { return 1, true, nil }
 func (b *storingBroker) EnsureTopic(string) error                  { return nil }
 func (b *storingBroker) RetryMaxTimes(string) (int32, bool, error) { return 16, true, nil }
-func (b *storingBroker) WaitDispatched(context.Context) error      { return nil }
+func (b *storingBroker) WaitDispatched(context.Context) error {
+	if b.failWaits > 0 {
+		b.failWaits--
+		return context.DeadlineExceeded
+	}
+	return nil
+}
 
 func (b *storingBroker) Put(_ context.Context, msgs []*commitlog.Message) (commitlog.AppendStatus, error) {
 	if b.failPuts > 0 {
@@ -444,5 +452,69 @@ func TestReadOnlyPopSkipsCopiesOfSettledMessages(t *testing.T) {
 	ck, ok, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000)
 	if err != nil || !ok || !ck.Staged || !slices.Equal(ck.Offsets, []int64{0, 1}) {
 		t.Fatalf("the staged checkpoint after a read-only pop: %+v %v %v", ck, ok, err)
+	}
+}
+
+// TestStagedMessageWhoseCopyNoPopTookIsRevivedAtTheBackstop: a copy no pop
+// takes (here the group's pops filter it out) leaves its message staged
+// until the backstop, when revive re-delivers it; the message reaches the
+// group once, the old copy skipped.
+func TestStagedMessageWhoseCopyNoPopTookIsRevivedAtTheBackstop(t *testing.T) {
+	h := newStageHarness(t, 2)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	if n := h.stage(t); n != 2 {
+		t.Fatalf("staged %d, want 2", n)
+	}
+	// No pop reads the pop-retry topic until well past the copies' time.
+	h.now = 1_060_000 + stageBackstop.Milliseconds() - 1
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("revive before the backstop handled %d (%v), want 0", n, err)
+	}
+	if off, _, err := h.svc.cfg.Offsets.Get("G", "T", 0); err != nil || off != 0 {
+		t.Fatalf("committed offset of T/0 while staged: %d (%v), want 0", off, err)
+	}
+	h.now++
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 2 {
+		t.Fatalf("revive at the backstop handled %d (%v), want 2", n, err)
+	}
+	if _, ok, err := h.svc.store.Checkpoint("G", "T", 0, 0, 1_000_000); err != nil || ok {
+		t.Fatalf("the staged checkpoint is still there after its backstop (%v)", err)
+	}
+	if off, _, err := h.svc.cfg.Offsets.Get("G", "T", 0); err != nil || off != 2 {
+		t.Fatalf("committed offset of T/0 after the backstop: %d (%v), want 2", off, err)
+	}
+	if got := h.popAll(t, 60_000); !slices.Equal(bodies(got), []string{"m0", "m1"}) {
+		t.Fatalf("pop after the backstop got %v, want each message once", bodies(got))
+	}
+	if got := h.popAll(t, 60_000); len(got) != 0 {
+		t.Fatalf("a second pop got %v", bodies(got))
+	}
+}
+
+// TestUnstagedBehindTheReviveCursorIsRevived: a staging whose put failed
+// and could not be settled before the messages' deadline passed (the
+// dispatcher behind) is unstaged behind the revive cursor; the next round
+// still revives it.
+func TestUnstagedBehindTheReviveCursorIsRevived(t *testing.T) {
+	h := newStageHarness(t, 2)
+	h.popAll(t, 60_000)
+	h.now = 1_059_500
+	h.broker.failPuts, h.broker.failWaits = 1, 1
+	if _, err := h.svc.StageOnce(context.Background()); err == nil {
+		t.Fatal("a staging left unsettled reported no error")
+	}
+	h.now = 1_070_000
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("revive with the staging unsettled handled %d (%v), want 0", n, err)
+	}
+	if n, err := h.svc.reviveIntents(context.Background(), true); err != nil || n != 2 {
+		t.Fatalf("settling gave back %d (%v), want 2", n, err)
+	}
+	if n, err := h.svc.ReviveOnce(context.Background()); err != nil || n != 2 {
+		t.Fatalf("revive after the settle handled %d (%v), want 2", n, err)
+	}
+	if got := h.popAll(t, 60_000); !slices.Equal(bodies(got), []string{"m0", "m1"}) {
+		t.Fatalf("pop after the revive got %v", bodies(got))
 	}
 }

@@ -184,9 +184,8 @@ func runExport(ctx context.Context, s *store, w *output, dir string, force bool)
 // one): those popped after it began, or in its first millisecond; and
 // those whose revive has not finished (keyspaces 0x58 and 0x57). Staged
 // checkpoints (popReviveStageAhead) are not counted, as POP_ROLLBACK
-// writes none: DueCheckpoints walks the deadline entries, which they
-// lack, and their messages' copies already wait in the pop-retry topics,
-// which RocketMQ serves (at once, not at their deadline).
+// writes none: their messages' copies already wait in the pop-retry
+// topics, which RocketMQ serves (at once, not at their deadline).
 func popNotRolledBack(db *kvindex.DB) (int, error) {
 	r, ok, err := db.LastPopRollback()
 	if err != nil {
@@ -194,7 +193,7 @@ func popNotRolledBack(db *kvindex.DB) (int, error) {
 	}
 	n := 0
 	err = db.Pop().DueCheckpoints(0, math.MaxInt64, 0, func(c kvindex.Checkpoint) bool {
-		if !ok || c.PopTime >= r.At {
+		if !c.Staged && (!ok || c.PopTime >= r.At) {
 			n += len(c.Offsets)
 		}
 		return true

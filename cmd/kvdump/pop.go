@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,44 +100,7 @@ func inFlightOf(c *kvindex.Checkpoint, off int64) kvindex.InFlight {
 		PopTime: c.PopTime, InvisibleTime: c.InvisibleTime, CKOffset: c.CKOffset, RetryFlag: c.RetryFlag, Attempts: c.Attempts, Staged: c.Staged}
 }
 
-// stagedCheckpoints returns the staged checkpoints (popReviveStageAhead)
-// of group and topic due at or before before, in VisibleAt order. They
-// have no deadline entry (0x55), which the listing of the others walks,
-// so they are read from the checkpoint records (0x56), all of them: a
-// pass over every checkpoint, holding the staged ones matched.
-func stagedCheckpoints(ctx context.Context, s *store, group, topic string, before int64) ([]kvindex.Checkpoint, error) {
-	var staged []kvindex.Checkpoint
-	var derr error
-	err := s.db.Scan([]byte{kvindex.PrefixPopCK}, func(k, v []byte) bool {
-		rec, err := kvindex.DecodeKey(k, v)
-		if err != nil {
-			derr = err
-			return false
-		}
-		c := rec.(kvindex.PopCheckpointRecord).Checkpoint
-		if c.Staged && c.VisibleAt <= before && (group == "" || c.Group == group) && topicMatches(c.Topic, c.Group, topic) {
-			staged = append(staged, c)
-		}
-		return ctx.Err() == nil
-	})
-	if err == nil {
-		err = derr
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the staged checkpoints: %w", err)
-	}
-	slices.SortStableFunc(staged, func(a, b kvindex.Checkpoint) int { return cmp.Compare(a.VisibleAt, b.VisibleAt) })
-	return staged, nil
-}
-
 func runPop(ctx context.Context, s *store, out *output, group, topic string, before int64) error {
-	staged, err := stagedCheckpoints(ctx, s, group, topic, before)
-	if err != nil {
-		return err
-	}
 	l := newListing(ctx, out, "VISIBLE AT", "GROUP", "TOPIC", "QUEUE", "OFFSET", "POP TIME", "INVISIBLE MS", "CK OFFSET", "RETRY", "ATTEMPTS", "STAGED")
 	row := func(r kvindex.InFlight) bool {
 		return l.emit(r, func() []string {
@@ -151,29 +112,12 @@ func runPop(ctx context.Context, s *store, out *output, group, topic string, bef
 				formatTime(r.PopTime), num(r.InvisibleTime), num(r.CKOffset), num(int32(r.RetryFlag)), num(r.Attempts), mark}
 		})
 	}
-	// stagedUntil lists the staged checkpoints due before at (all that
-	// are left with all), merged into the deadline order of the others.
-	stagedUntil := func(at int64, all bool) bool {
-		for len(staged) > 0 && (all || staged[0].VisibleAt < at) {
-			c := &staged[0]
-			for _, off := range c.Offsets {
-				if !row(inFlightOf(c, off)) {
-					return false
-				}
-			}
-			staged = staged[1:]
-		}
-		return true
-	}
-	err = s.db.Pop().Due(before, 0, func(r kvindex.InFlight) bool {
+	err := s.db.Pop().Due(before, 0, func(r kvindex.InFlight) bool {
 		if (group != "" && r.Group != group) || !topicMatches(r.Topic, r.Group, topic) {
 			return l.skip()
 		}
-		return stagedUntil(r.VisibleAt, false) && row(r)
+		return row(r)
 	})
-	if err == nil && l.err == nil && ctx.Err() == nil {
-		stagedUntil(0, true)
-	}
 	if err := l.finish(err); err != nil {
 		return fmt.Errorf("list in-flight messages: %w", err)
 	}

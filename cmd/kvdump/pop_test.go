@@ -112,9 +112,9 @@ func TestPop(t *testing.T) {
 	}
 }
 
-// A staged checkpoint (popReviveStageAhead) has no deadline entry; pop
-// lists its messages all the same, marked, in VisibleAt order among the
-// others, and --due-before keeps them by their VisibleAt. summary counts
+// A staged checkpoint (popReviveStageAhead) is listed by pop, marked, in
+// the order of its VisibleAt (its backstop) among the others, and
+// --due-before keeps it by that time. summary counts
 // the staged checkpoints and their messages apart; export-rocketmq does
 // not count them among the messages RocketMQ would not know of.
 func TestPopStaged(t *testing.T) {
@@ -138,7 +138,7 @@ func TestPopStaged(t *testing.T) {
 	}
 	b.Close()
 	b = s.db.Pop().NewBatch()
-	if err := b.StageCheckpoint(&staged); err != nil {
+	if err := b.StageCheckpoint(&staged, staged.VisibleAt); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(true); err != nil {
