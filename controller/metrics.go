@@ -153,8 +153,21 @@ func (h *heartbeats) active() []metrics.ActiveBrokers {
 // leadership for a read, and records it in dledger_op_total and
 // dledger_op_latency: RocketMQ appends an entry to DLedger at each of
 // these places (an empty one for a read) and records every append.
+//
+// It returns raft.ErrRaftShutdown once the controller closes, without
+// waiting for the future: raft does not always answer a future it took
+// just before it shut down, and Close waits for the scan that proposes
+// (a Close under load hung on it for good). The goroutine reading the
+// future then ends when raft answers it, if ever.
 func (c *Controller) raftWait(start time.Time, f raft.Future) error {
-	err := f.Error()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-c.stop:
+		err = raft.ErrRaftShutdown
+	}
 	if c.metrics != nil {
 		c.metrics.RaftAppend(raftStatus(err), time.Since(start))
 	}
