@@ -365,11 +365,7 @@ func (s *Service) reviveQueue(ctx context.Context, k queueKey, due []kvindex.Due
 	}
 	// The revived messages' bodies alias these views until they are put.
 	var views []*commitlog.View
-	defer func() {
-		for _, v := range views {
-			v.Release()
-		}
-	}()
+	defer releaseViews(&views)
 	failed := make([][]int64, len(cks)) // offsets of cks[i] to retry later
 	var out []revived
 	var batches []kvindex.ReviveBatch
@@ -924,6 +920,13 @@ func putBatches(msgs []*commitlog.Message) [][]*commitlog.Message {
 		bytes += len(m.Body)
 	}
 	return append(out, msgs[start:])
+}
+
+// releaseViews releases the CommitLog views *views holds.
+func releaseViews(views *[]*commitlog.View) {
+	for _, v := range *views {
+		v.Release()
+	}
 }
 
 // maxReviveSpan bounds the offsets one ConsumeQueue read of a revive

@@ -254,18 +254,13 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 		return 0, err
 	}
 	var views []*commitlog.View
-	defer func() {
-		for _, v := range views {
-			v.Release()
-		}
-	}()
+	defer releaseViews(&views)
 	floors, err := s.floors(k.group, k.topic)
 	if err != nil {
 		return 0, err
 	}
 	var out []revived
-	var batches []kvindex.ReviveBatch
-	var stagedCks []kvindex.Checkpoint
+	var batches []kvindex.ReviveBatch // one per checkpoint staged, as it is stored
 	for i := range cks {
 		c := &cks[i]
 		copies, ok := s.stageCopies(c, entries, maxTimes, gate, &views)
@@ -273,10 +268,7 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 			continue
 		}
 		out = append(out, copies...)
-		batch := kvindex.ReviveBatch{Checkpoint: *c, Floors: floors}
-		batch.Staged = true
-		batches = append(batches, batch)
-		stagedCks = append(stagedCks, *c)
+		batches = append(batches, kvindex.ReviveBatch{Checkpoint: *c, Floors: floors})
 	}
 	if len(batches) == 0 {
 		return 0, nil
@@ -284,12 +276,13 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 	b := s.store.NewBatch()
 	defer b.Close()
 	backstop := gate + stageBackstop.Milliseconds()
-	for i := range stagedCks {
-		if err := b.StageCheckpoint(&stagedCks[i], backstop); err != nil {
+	for i := range batches {
+		if err := b.StageCheckpoint(&batches[i].Checkpoint, backstop); err != nil {
 			return 0, err
 		}
-	}
-	for i := range batches {
+		// The batch carries the mark: settle unstages it when a copy
+		// was not stored.
+		batches[i].Staged = true
 		if err := b.PutReviveBatch(&batches[i]); err != nil {
 			return 0, err
 		}
@@ -307,8 +300,8 @@ func (s *Service) stageQueue(ctx context.Context, k queueKey, due []kvindex.DueE
 	s.staged.Add(int64(len(out)))
 	// Late by how long the copies wait past their deadline for the
 	// round's last one, at most stageSpan.
-	for i := range stagedCks {
-		s.lateness.addN(gate-stagedCks[i].VisibleAt, len(stagedCks[i].Offsets))
+	for i := range batches {
+		s.lateness.addN(gate-batches[i].VisibleAt, len(batches[i].Offsets))
 	}
 	// Pops held on the pop-retry queue wake when the copies may be
 	// handed out.

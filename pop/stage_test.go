@@ -518,3 +518,30 @@ func TestUnstagedBehindTheReviveCursorIsRevived(t *testing.T) {
 		t.Fatalf("pop after the revive got %v", bodies(got))
 	}
 }
+
+// FuzzStagedCopy: stagedCopy reads the properties of any CommitLog record
+// a pop-retry queue holds without panicking, and reads back what
+// stagedSet wrote.
+func FuzzStagedCopy(f *testing.F) {
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	in := kvindex.ReviveIntent{InFlight: kvindex.InFlight{Group: "G", Topic: "T", QueueID: 3, QueueOffset: 17, CKOffset: 16, PopTime: 1000}}
+	set := stagedSet([][2]string{{kvindex.PropertyRevivedFrom, in.PropertyValue()}}, "%RETRY%G_T", &in, 61_000)
+	rec, err := commitlog.AppendRecord(nil, &commitlog.Message{Topic: "%RETRY%G_T", Body: []byte("b"), BornHost: host, StoreHost: host,
+		Properties: commitlog.RewriteProperties("", nil, set...)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	at, name, staged, named := stagedCopy(rec)
+	want := stagedName{queueKey: queueKey{"G", "T", 3}, offset: 17, ckOffset: 16, popTime: 1000}
+	if at != 61_000 || !staged || !named || name != want {
+		f.Fatalf("stagedCopy of a staged copy: %d %+v %v %v", at, name, staged, named)
+	}
+	f.Add(rec)
+	f.Add(rec[:len(rec)/2])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		at, _, staged, _ := stagedCopy(b)
+		if !staged && at != 0 {
+			t.Fatalf("a record that is no staged copy gave a time %d", at)
+		}
+	})
+}
