@@ -106,7 +106,10 @@ type delivery struct {
 	// the queue's lock while a revive put the very messages it then
 	// returns; its answer always comes after.
 	answeredAt int64
-	msg        popclient.Message
+	// broker is the address of the child broker that answered: each
+	// child listens on a port of its own, so it tells the lives apart.
+	broker string
+	msg    popclient.Message
 	// ackedAt is when a SUCCESS answer to an ack of this delivery
 	// arrived (0: never).
 	ackedAt int64
@@ -174,7 +177,7 @@ func consume(stop context.Context, addr, brokerName string, l *ledger, rng *rand
 		answered := time.Now().UnixMilli()
 		var toAck []*delivery
 		for _, m := range res.Messages {
-			d := &delivery{id: string(m.Body), popTime: res.PopTime, deadline: res.PopTime + res.InvisibleTime, answeredAt: answered, msg: m}
+			d := &delivery{id: string(m.Body), popTime: res.PopTime, deadline: res.PopTime + res.InvisibleTime, answeredAt: answered, broker: addr, msg: m}
 			l.add(d)
 			if ackAll || rng.IntN(10) < 8 {
 				toAck = append(toAck, d)
@@ -427,7 +430,9 @@ func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 		for _, d := range ds {
 			w := where{d.msg.RealTopic, d.msg.QueueID, d.msg.QueueOffset}
 			if prev := at[w]; prev != nil {
-				t.Errorf("%s: %s/%d@%d delivered at %d and again at %d", id, w.topic, w.queue, w.offset, prev.popTime, d.popTime)
+				t.Errorf("%s: %s/%d@%d delivered at %d (answered at %d by %s, handle %q) and again at %d (answered at %d by %s, handle %q)",
+					id, w.topic, w.queue, w.offset, prev.popTime, prev.answeredAt, prev.broker, prev.msg.Handle.String(),
+					d.popTime, d.answeredAt, d.broker, d.msg.Handle.String())
 				suspects = append(suspects, id)
 			}
 			at[w] = d

@@ -404,10 +404,11 @@ func (s *Service) topicGone(topic string) (bool, error) {
 }
 
 // popLocked takes up to remain messages of one queue whose lock the
-// caller holds and records them in flight. Records are read only when the
-// filter needs them; finishPop reads the others. A queue the in-flight
-// threshold stops (threshold.go) gives nothing and adds nothing to
-// RestNum.
+// caller holds and records them in flight. Records are read here when the
+// filter needs them and for every pop-retry queue (whose staged copies
+// admitCopies looks into); finishPop reads the others. A queue the
+// in-flight threshold stops (threshold.go) gives nothing and adds nothing
+// to RestNum.
 func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResult, dur *durability) (readResult, error) {
 	if stopped, err := s.popStopped(req.Group, src.topic, src.queueID); err != nil || stopped {
 		return readResult{}, err
@@ -442,7 +443,15 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	if err := s.recordPop(req, src, r, res, last, dur, adm); err != nil {
 		return readResult{}, err
 	}
-	return r, adm.committed()
+	if err := adm.committed(); err != nil {
+		// The pop is recorded: its messages are in flight and go out.
+		// Only the committed offsets of the staged copies' original
+		// queues lag behind (a pop starts from the pop position, the
+		// larger); the next pop of each queue sets them again.
+		s.log.Error().Err(err).Str("group", req.Group).Str("topic", src.topic).Int32("queue", src.queueID).
+			Msg("pop: the committed offsets of staged copies' queues not moved")
+	}
+	return r, nil
 }
 
 // recordPop commits a pop of one queue: its checkpoint, position and

@@ -628,6 +628,14 @@ func (a *admission) committed() error {
 	if len(a.queues) == 0 {
 		return nil
 	}
+	// The pop's commit took the copies' messages out of their staged
+	// checkpoints: pops the threshold held on those queues may go on,
+	// whether the offsets move or not.
+	defer func() {
+		for _, k := range a.queues {
+			a.s.wakeReleased(k.group, k.topic, k.queueID)
+		}
+	}()
 	b := a.s.store.NewBatch()
 	defer b.Close()
 	for _, k := range a.queues {
@@ -652,9 +660,6 @@ func (a *admission) committed() error {
 		if err := b.Commit(false); err != nil {
 			return err
 		}
-	}
-	for _, k := range a.queues {
-		a.s.wakeReleased(k.group, k.topic, k.queueID)
 	}
 	return nil
 }
