@@ -122,12 +122,20 @@ type delivery struct {
 type ledger struct {
 	mu         sync.Mutex
 	deliveries map[string][]*delivery
+	// foreign lists the deliveries whose handle names another pop than
+	// the answer they came in (its popTime differs from the header's):
+	// one answer carrying another's records.
+	foreign []string
 }
 
 func (l *ledger) add(d *delivery) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.deliveries[d.id] = append(l.deliveries[d.id], d)
+	if d.msg.Handle.PopTime != d.popTime {
+		l.foreign = append(l.foreign, fmt.Sprintf("%s: %s/%d@%d in the answer of popTime %d (by %s) has handle %q",
+			d.id, d.msg.RealTopic, d.msg.QueueID, d.msg.QueueOffset, d.popTime, d.broker, d.msg.Handle.String()))
+	}
 }
 
 func (l *ledger) sending(ds []*delivery) {
@@ -491,6 +499,11 @@ func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 				suspects = append(suspects, id)
 			}
 		}
+	}
+	// A pop-retry record's handle is the one its pop wrote into it
+	// (POP_CK); every other's is built from the answer's header.
+	for _, f := range l.foreign {
+		t.Error(f)
 	}
 	if expiredUnacked == 0 {
 		t.Error("no delivery expired unacked: the test did not exercise revive")

@@ -1,0 +1,48 @@
+package pop
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+)
+
+// A queue cut below the group's pop position (its tail lost) takes the
+// position back to its end, with a warning: the messages put there next
+// are popped, not skipped.
+func TestPopFollowsACutQueueBackToItsEnd(t *testing.T) {
+	h := newStageHarness(t, 4)
+	if got := h.popAll(t, 60_000); len(got) != 4 {
+		t.Fatalf("first pop got %d messages, want 4", len(got))
+	}
+	var logged bytes.Buffer
+	h.svc.log = zerolog.New(&logged)
+	h.broker.queues.mu.Lock()
+	h.broker.queues.queues[queueName("T", 0)] = h.broker.queues.queues[queueName("T", 0)][:2]
+	h.broker.queues.mu.Unlock()
+	if got := h.popAll(t, 60_000); len(got) != 0 {
+		t.Fatalf("a pop of the cut queue got %d messages, want none", len(got))
+	}
+	if !strings.Contains(logged.String(), "the queue ends below the group's pop position") {
+		t.Errorf("no warning of the position moved back; log: %s", logged.String())
+	}
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	for i := range 2 {
+		if err := h.broker.store(&commitlog.Message{Topic: "T", Body: []byte(fmt.Sprintf("n%d", i)), BornHost: host, StoreHost: host}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.popAll(t, 60_000)
+	if len(got) != 2 || string(got[0].Body) != "n0" || string(got[1].Body) != "n1" {
+		var bodies []string
+		for _, m := range got {
+			bodies = append(bodies, fmt.Sprintf("%s@%d", m.Body, m.QueueOffset))
+		}
+		t.Fatalf("after the cut the pop got %v, want n0@2 n1@3", bodies)
+	}
+}
