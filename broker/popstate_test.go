@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,49 +32,40 @@ func TestPopStateUnderConcurrentPopAckAndRevive(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	for w := range 4 {
-		c, _ := popClient(b)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 9))
-			for ctx.Err() == nil {
-				res, err := c.Pop(ctx, popclient.PopRequest{Group: group, Topic: topic, QueueID: int32(rng.IntN(3)) - 1,
-					MaxMsgNums: 1 + rng.IntN(8), InvisibleTime: time.Minute})
-				if err != nil || res.Code != remoting.Success {
-					continue
-				}
-				var batch []popclient.Message
-				for _, m := range res.Messages {
-					switch r := rng.IntN(20); {
-					case r < 8:
-						_, _ = c.Ack(ctx, group, m)
-					case r < 12:
-						batch = append(batch, m)
-					case r < 15:
-						_, _, _ = c.ChangeInvisibleTime(ctx, group, m, 100*time.Millisecond)
-					case r < 16:
-						_, _, _ = c.ChangeInvisibleTime(ctx, group, m, 2*time.Minute)
-					}
-				}
-				for len(batch) > 0 {
-					same := batch[:0:0]
-					rest := batch[:0:0]
-					for _, m := range batch {
-						if m.RealTopic == batch[0].RealTopic {
-							same = append(same, m)
-						} else {
-							rest = append(rest, m)
-						}
-					}
-					_, _ = c.BatchAck(ctx, group, same[0].RealTopic, same)
-					batch = rest
+	runPopConsumers(ctx, b, 4, 9, func(c *popclient.Client, rng *rand.Rand) bool {
+		res, err := c.Pop(ctx, popclient.PopRequest{Group: group, Topic: topic, QueueID: int32(rng.IntN(3)) - 1,
+			MaxMsgNums: 1 + rng.IntN(8), InvisibleTime: time.Minute})
+		if err != nil || res.Code != remoting.Success {
+			return true
+		}
+		var batch []popclient.Message
+		for _, m := range res.Messages {
+			switch r := rng.IntN(20); {
+			case r < 8:
+				_, _ = c.Ack(ctx, group, m)
+			case r < 12:
+				batch = append(batch, m)
+			case r < 15:
+				_, _, _ = c.ChangeInvisibleTime(ctx, group, m, 100*time.Millisecond)
+			case r < 16:
+				_, _, _ = c.ChangeInvisibleTime(ctx, group, m, 2*time.Minute)
+			}
+		}
+		for len(batch) > 0 {
+			same := batch[:0:0]
+			rest := batch[:0:0]
+			for _, m := range batch {
+				if m.RealTopic == batch[0].RealTopic {
+					same = append(same, m)
+				} else {
+					rest = append(rest, m)
 				}
 			}
-		}()
-	}
-	wg.Wait()
+			_, _ = c.BatchAck(ctx, group, same[0].RealTopic, same)
+			batch = rest
+		}
+		return true
+	})
 
 	// Let revive re-deliver what became visible, until nothing is due
 	// within the next 30 s: from then on nothing changes the state.

@@ -46,3 +46,43 @@ func TestPopFollowsACutQueueBackToItsEnd(t *testing.T) {
 		t.Fatalf("after the cut the pop got %v, want n0@2 n1@3", bodies)
 	}
 }
+
+// An orderly pop, which starts from the committed offset, follows a cut
+// queue back to its end the same way, with the warning.
+func TestOrderlyPopFollowsACutQueueBackToItsEnd(t *testing.T) {
+	h := newStageHarness(t, 2)
+	if err := h.svc.cfg.Offsets.Set("O", "T", 0, 4); err != nil { // as if it had consumed 4 before the cut
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	h.svc.log = zerolog.New(&logged)
+	pop := func() []string {
+		t.Helper()
+		res, err := h.svc.Pop(PopRequest{Group: "O", Topic: "T", QueueID: 0, MaxMsgNums: 32, InvisibleTime: 60_000, Order: true})
+		if err != nil {
+			t.Fatalf("orderly pop: %v", err)
+		}
+		var bodies []string
+		for _, rec := range res.Records {
+			m, err := commitlog.Decode(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies = append(bodies, fmt.Sprintf("%s@%d", m.Body, m.QueueOffset))
+		}
+		return bodies
+	}
+	if got := pop(); len(got) != 0 {
+		t.Fatalf("an orderly pop of the cut queue got %v, want none", got)
+	}
+	if !strings.Contains(logged.String(), "the queue ends below the group's pop position") {
+		t.Errorf("no warning of the offset moved back; log: %s", logged.String())
+	}
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	if err := h.broker.store(&commitlog.Message{Topic: "T", Body: []byte("n0"), BornHost: host, StoreHost: host}); err != nil {
+		t.Fatal(err)
+	}
+	if got := pop(); len(got) != 1 || got[0] != "n0@2" {
+		t.Fatalf("after the cut the orderly pop got %v, want [n0@2]", got)
+	}
+}

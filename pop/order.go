@@ -126,6 +126,7 @@ func (s *Service) popOrderLocked(req PopRequest, src source, remain int, res *Po
 	if err != nil {
 		return err
 	}
+	s.noteCutQueue(req.Group, src, pos, known, &r)
 	res.RestNum += max(r.max-r.next, 0)
 	res.noteRead(r.lastPhy)
 	b := s.store.NewBatch()

@@ -424,16 +424,7 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 	if err != nil {
 		return readResult{}, err
 	}
-	if known && r.from < pos {
-		// The queue ends below where the group's pops reached: its tail
-		// was cut (a CommitLog that lost records at a power failure, a
-		// truncation). The position follows the queue back to its end, as
-		// RocketMQ commits a corrected offset, and the messages put there
-		// next are read.
-		s.log.Warn().Str("group", req.Group).Str("topic", src.topic).Int32("queue", src.queueID).
-			Int64("position", pos).Int64("queueEnd", r.max).
-			Msg("pop: the queue ends below the group's pop position; the position moves back to its end")
-	}
+	s.noteCutQueue(req.Group, src, pos, known, &r)
 	var adm *admission
 	if retry {
 		if adm, err = s.admitCopies(req, src, &r, res.PopTime); err != nil {

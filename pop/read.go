@@ -120,6 +120,21 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n, maxByt
 	return r, nil
 }
 
+// noteCutQueue logs a read of a master's pop that readQueue moved below
+// pos, the group's start on the queue (known: recorded, not derived),
+// because the queue now ends there: its tail was cut (a CommitLog that
+// lost records at a power failure, a truncation). The pop then records
+// the queue's end as the group's start, as RocketMQ commits a corrected
+// offset, and the messages put there next are read.
+func (s *Service) noteCutQueue(group string, src source, pos int64, known bool, r *readResult) {
+	if !known || r.from >= pos {
+		return
+	}
+	s.log.Warn().Str("group", group).Str("topic", src.topic).Int32("queue", src.queueID).
+		Int64("position", pos).Int64("queueEnd", r.max).
+		Msg("pop: the queue ends below the group's pop position; the position moves back to its end")
+}
+
 // readCompacted is readQueue for a compacted topic: it reads the copies
 // the compaction store keeps (records always read), stepping over the
 // offsets compacted away. The offsets it examines span at most
