@@ -1,6 +1,7 @@
 package pop_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/kvindex"
+	"github.com/rocketkv/rocketkv/pop"
 )
 
 // dumpPopState logs the POP state of a stopped store and its CommitLog
@@ -32,6 +34,7 @@ func dumpPopState(t *testing.T, dir, topic string, bodies []string) {
 		})
 	}
 	_ = db.QueueRanges("", func(q kvindex.QueueRange) bool { t.Logf("range %+v", q); return true })
+	cqs := db.ConsumeQueue(0)
 	l, err := commitlog.OpenReadOnly(dir)
 	if err != nil {
 		t.Log(err)
@@ -47,7 +50,17 @@ func dumpPopState(t *testing.T, dir, topic string, bodies []string) {
 		}
 		m, _ := commitlog.Decode(e.Data)
 		if len(bodies) > 0 && slices.Contains(bodies, string(m.Body)) || len(bodies) == 0 && m.Topic != topic {
-			t.Logf("LOG %s/%d@%d %s reconsume %d", m.Topic, m.QueueID, m.QueueOffset, m.Body, m.ReconsumeTimes)
+			// A staged copy names when it may go out; the index entry at
+			// the record's queue offset should point back at it.
+			visibleAt, _ := commitlog.LookupProperty(m.Properties, pop.PropertyVisibleAt)
+			index := "no index entry"
+			if es, err := cqs.Get(m.Topic, m.QueueID, m.QueueOffset, 1); err != nil {
+				index = err.Error()
+			} else if len(es) == 1 {
+				index = fmt.Sprintf("index entry at %d (%d bytes)", es[0].PhyOffset, es[0].Size)
+			}
+			t.Logf("LOG %s/%d@%d %s reconsume %d at %d stored %d visibleAt %q, %s", m.Topic, m.QueueID, m.QueueOffset,
+				m.Body, m.ReconsumeTimes, e.Offset, m.StoreTimestamp, visibleAt, index)
 		}
 	}
 }
