@@ -448,7 +448,8 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 		// The pop is recorded: its messages are in flight and go out.
 		// Only the committed offsets of the staged copies' original
 		// queues lag behind (a pop starts from the pop position, the
-		// larger); the next pop of each queue sets them again.
+		// larger) until a later pop of each queue records something
+		// there (TestStagedCopiesGoOutWhenTheirOriginalsOffsetCannotMove).
 		s.log.Error().Err(err).Str("group", req.Group).Str("topic", src.topic).Int32("queue", src.queueID).
 			Msg("pop: the committed offsets of staged copies' queues not moved")
 	}

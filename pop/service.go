@@ -62,13 +62,26 @@ type Broker interface {
 	WaitDispatched(ctx context.Context) error
 }
 
+// OffsetTable is the committed consumer offset table (keyspace 0x30)
+// as the service reads and writes it: a broker's
+// *kvindex.ConsumerOffsets, or a test's wrapper that fails chosen reads.
+type OffsetTable interface {
+	// Get returns a group's committed offset on a queue; ok is false
+	// when it has none.
+	Get(group, topic string, queueID int32) (offset int64, ok bool, err error)
+	// Set commits a group's offset on a queue.
+	Set(group, topic string, queueID int32, offset int64) error
+}
+
+var _ OffsetTable = (*kvindex.ConsumerOffsets)(nil)
+
 // Config configures a Service.
 type Config struct {
 	DB  *kvindex.DB
 	CQ  cq.Store
 	Log *commitlog.Log
 	// Offsets is the committed consumer offset table (0x30).
-	Offsets *kvindex.ConsumerOffsets
+	Offsets OffsetTable
 	Broker  Broker
 	// BrokerName goes into handles.
 	BrokerName string

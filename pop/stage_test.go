@@ -1,15 +1,19 @@
 package pop
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/cq"
@@ -103,6 +107,13 @@ type stageHarness struct {
 
 func newStageHarness(t *testing.T, n int) *stageHarness {
 	t.Helper()
+	return newStageHarnessWith(t, n, nil)
+}
+
+// newStageHarnessWith is newStageHarness with tune, when not nil, given
+// the service's Config to change before the service is made.
+func newStageHarnessWith(t *testing.T, n int, tune func(*Config)) *stageHarness {
+	t.Helper()
 	db := openIndex(t)
 	l := openTestLog(t)
 	h := &stageHarness{now: 1_000_000, ready: make(chan string, 64)}
@@ -113,7 +124,7 @@ func newStageHarness(t *testing.T, n int) *stageHarness {
 			t.Fatal(err)
 		}
 	}
-	svc, err := New(Config{DB: db, CQ: h.broker.queues, Log: l, Offsets: db.ConsumerOffsets(), Broker: h.broker,
+	cfg := Config{DB: db, CQ: h.broker.queues, Log: l, Offsets: db.ConsumerOffsets(), Broker: h.broker,
 		StoreHost: host, StageAhead: 30 * time.Second, RetryFirstPercent: -1,
 		OnQueueReady: func(topic, _ string, queueID int32) {
 			select {
@@ -121,7 +132,11 @@ func newStageHarness(t *testing.T, n int) *stageHarness {
 			default:
 			}
 		},
-		Now: func() time.Time { return time.UnixMilli(h.now) }})
+		Now: func() time.Time { return time.UnixMilli(h.now) }}
+	if tune != nil {
+		tune(&cfg)
+	}
+	svc, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +241,85 @@ func TestStagedReviveHandsCopiesOutAtTheirDeadline(t *testing.T) {
 	}
 	if got := h.popAll(t, 60_000); len(got) != 0 {
 		t.Fatalf("a second pop got %v", bodies(got))
+	}
+}
+
+// failingOffsets is an OffsetTable that fails the next read of one
+// queue's committed offset once armed.
+type failingOffsets struct {
+	OffsetTable
+	mu    sync.Mutex
+	queue queueKey
+	armed bool
+}
+
+func (f *failingOffsets) arm(group, topic string, queueID int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queue, f.armed = queueKey{group, topic, queueID}, true
+}
+
+func (f *failingOffsets) Get(group, topic string, queueID int32) (int64, bool, error) {
+	f.mu.Lock()
+	fail := f.armed && f.queue == queueKey{group, topic, queueID}
+	if fail {
+		f.armed = false
+	}
+	f.mu.Unlock()
+	if fail {
+		return 0, false, errors.New("injected read failure")
+	}
+	return f.OffsetTable.Get(group, topic, queueID)
+}
+
+// TestStagedCopiesGoOutWhenTheirOriginalsOffsetCannotMove: once a pop
+// that hands out staged copies has committed, a failure to move the
+// committed offset of the copies' original queue does not fail the pop:
+// its messages are recorded in flight and go out, the failure is logged,
+// and the original queue's committed offset, left behind, moves again at
+// its next pop that takes a message.
+func TestStagedCopiesGoOutWhenTheirOriginalsOffsetCannotMove(t *testing.T) {
+	var logs bytes.Buffer
+	var offsets *failingOffsets
+	h := newStageHarnessWith(t, 4, func(c *Config) {
+		offsets = &failingOffsets{OffsetTable: c.Offsets}
+		c.Offsets = offsets
+		c.RetryFirstPercent = 100 // the pop-retry queue first, so its admission is the first read of T/0
+		c.Logger = zerolog.New(&logs)
+	})
+	if first := h.popAll(t, 60_000); len(first) != 4 { // deadline 1,060,000
+		t.Fatalf("first pop: %d messages, want 4", len(first))
+	}
+	h.now = 1_059_500
+	if n := h.stage(t); n != 4 {
+		t.Fatalf("staged %d messages, want 4", n)
+	}
+	h.now = 1_060_000
+	offsets.arm("G", "T", 0)
+	got := h.popAll(t, 60_000)
+	if want := []string{"m0", "m1", "m2", "m3"}; !slices.Equal(bodies(got), want) {
+		t.Fatalf("pop at the deadline got %v, want the copies %v", bodies(got), want)
+	}
+	if !strings.Contains(logs.String(), "committed offsets of staged copies' queues not moved") {
+		t.Fatalf("the failure to move T/0's committed offset was not logged; log:\n%s", logs.String())
+	}
+	if off, _, err := h.svc.cfg.Offsets.Get("G", "T", 0); err != nil || off != 0 {
+		t.Fatalf("committed offset of T/0 after the failed move: %d (%v), want 0 (left behind)", off, err)
+	}
+	// The copies are in flight under the pop's own checkpoint: no second
+	// pop gets them.
+	if again := h.popAll(t, 60_000); len(again) != 0 {
+		t.Fatalf("a second pop got %v", bodies(again))
+	}
+	host := netip.MustParseAddrPort("127.0.0.1:10911")
+	if err := h.broker.store(&commitlog.Message{Topic: "T", Body: []byte("m4"), BornHost: host, StoreHost: host}); err != nil {
+		t.Fatal(err)
+	}
+	if next := h.popAll(t, 60_000); !slices.Equal(bodies(next), []string{"m4"}) {
+		t.Fatalf("pop after a new message got %v, want [m4]", bodies(next))
+	}
+	if off, _, err := h.svc.cfg.Offsets.Get("G", "T", 0); err != nil || off != 4 {
+		t.Fatalf("committed offset of T/0 after the next pop of it: %d (%v), want 4 (m4 in flight)", off, err)
 	}
 }
 
