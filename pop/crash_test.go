@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,18 @@ func runBrokerChild(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
 	}
-	b, err := broker.New(loaded.Broker, zerolog.New(os.Stderr).Level(zerolog.WarnLevel))
+	// Warnings go to the test's output; everything, down to each pop's
+	// queue reads, to a file the failure dump reads (dumpQueueReads).
+	debug, err := os.OpenFile(filepath.Join(dir, childDebugLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	defer debug.Close()
+	logger := zerolog.New(zerolog.MultiLevelWriter(
+		&zerolog.FilteredLevelWriter{Writer: zerolog.LevelWriterAdapter{Writer: os.Stderr}, Level: zerolog.WarnLevel},
+		debug)).Level(zerolog.DebugLevel)
+	b, err := broker.New(loaded.Broker, logger)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -71,6 +83,8 @@ func runBrokerChild(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 4
 	}
+	// Only in the debug log: when this life began, for dumpQueueReads.
+	logger.Info().Str("addr", b.Addr()).Int64("at", time.Now().UnixMilli()).Msg(childReadyMessage)
 	fmt.Println("ready " + b.Addr())
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -126,6 +140,9 @@ type ledger struct {
 	// the answer they came in (its popTime differs from the header's):
 	// one answer carrying another's records.
 	foreign []string
+	// twice lists the queues of records delivered twice, with a window
+	// of time around the two pops, for the failure dump's queue reads.
+	twice []tracedQueue
 }
 
 func (l *ledger) add(d *delivery) {
@@ -273,6 +290,7 @@ func popSurvivesSIGKILL(t *testing.T, staged bool) {
 		// its deadline passed.
 		drained: func() bool { return allAcked(l) }, drainFor: 40 * time.Second,
 		verify: func(t *testing.T) []string { return verifyLedger(t, l) },
+		traced: func() []tracedQueue { return l.twice },
 	})
 	if staged {
 		if n := stagedDeliveries(l); n == 0 {
@@ -318,6 +336,9 @@ type crashLoad struct {
 	// life is the least time a child broker serves before it is killed
 	// (300 ms when zero); each lives up to 500 ms more.
 	life time.Duration
+	// traced, when set, names the queues whose reads by pops the failure
+	// dump lists from the children's debug log (called after verify).
+	traced func() []tracedQueue
 }
 
 // runCrashLoad sends load's messages to a child broker, kills it six
@@ -383,6 +404,9 @@ func runCrashLoad(t *testing.T, load crashLoad) {
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		_ = c.cmd.Wait()
 		dumpPopState(t, dir, load.topic, suspects)
+		if load.traced != nil {
+			dumpQueueReads(t, dir, load.traced())
+		}
 	}
 }
 
@@ -442,6 +466,8 @@ func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 					id, w.topic, w.queue, w.offset, prev.popTime, prev.answeredAt, prev.broker, prev.msg.Handle.String(),
 					d.popTime, d.answeredAt, d.broker, d.msg.Handle.String())
 				suspects = append(suspects, id)
+				l.twice = append(l.twice, tracedQueue{topic: w.topic, queue: w.queue,
+					from: min(prev.popTime, d.popTime) - 2000, to: max(prev.popTime, d.popTime) + 2000})
 			}
 			at[w] = d
 		}

@@ -1,7 +1,10 @@
 package pop_test
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -63,4 +66,69 @@ func dumpPopState(t *testing.T, dir, topic string, bodies []string) {
 				m.Body, m.ReconsumeTimes, e.Offset, m.StoreTimestamp, visibleAt, index)
 		}
 	}
+}
+
+// childDebugLog is the file, in a crash test's store directory, its child
+// brokers append their debug log to; each life starts with a line of
+// childReadyMessage.
+const (
+	childDebugLog     = "child-debug.log"
+	childReadyMessage = "crash child serving"
+)
+
+// tracedQueue names a queue and a window of pop times whose reads of it
+// the failure dump lists.
+type tracedQueue struct {
+	topic    string
+	queue    int32
+	from, to int64
+}
+
+// dumpQueueReads logs the pops' reads of the traced queues (the "pop: read
+// a queue" debug lines of the children, each with the group's position,
+// committed offset and the queue's bounds as the pop saw them) within
+// their windows, and when each child life began, to tell how a record came
+// to be handed out twice.
+func dumpQueueReads(t *testing.T, dir string, traced []tracedQueue) {
+	if len(traced) == 0 {
+		return
+	}
+	f, err := os.Open(filepath.Join(dir, childDebugLog))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	shown := 0
+	for sc.Scan() {
+		var line struct {
+			Message string `json:"message"`
+			Topic   string `json:"topic"`
+			Queue   int32  `json:"queue"`
+			PopTime int64  `json:"popTime"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		if line.Message == childReadyMessage {
+			t.Logf("LIFE %s", sc.Bytes())
+			continue
+		}
+		if line.Message != "pop: read a queue" {
+			continue
+		}
+		for _, q := range traced {
+			if line.Topic == q.topic && line.Queue == q.queue && line.PopTime >= q.from && line.PopTime <= q.to {
+				t.Logf("READ %s", sc.Bytes())
+				shown++
+				break
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Log(err)
+	}
+	t.Logf("%d queue reads listed", shown)
 }

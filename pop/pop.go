@@ -433,6 +433,7 @@ func (s *Service) popLocked(req PopRequest, src source, remain int, res *PopResu
 		defer adm.finish()
 		s.waitForGate(req.Group, src, adm)
 	}
+	s.traceRead(req.Group, src, res.PopTime, pos, known, &r)
 	res.RestNum += max(r.max-r.next, 0)
 	res.noteRead(r.lastPhy)
 	if r.next == pos && known {

@@ -135,6 +135,36 @@ func (s *Service) noteCutQueue(group string, src source, pos int64, known bool, 
 		Msg("pop: the queue ends below the group's pop position; the position moves back to its end")
 }
 
+// traceRead logs, at debug level, a master's plain pop read of one queue: where
+// it started (pos, from startOffset; known: recorded, not derived) and
+// from what, the pop position and committed offset as they stand under
+// the queue's lock, and what the read found and takes. With the read's
+// next offset it is the whole story of the group's position on the
+// queue, which a duplicate delivery needs told (the crash tests keep
+// their child broker's debug log for that).
+func (s *Service) traceRead(group string, src source, popTime, pos int64, known bool, r *readResult) {
+	e := s.log.Debug()
+	if !e.Enabled() {
+		return
+	}
+	position, hasPosition, perr := s.store.Position(group, src.topic, src.queueID)
+	committed, hasCommitted, cerr := s.cfg.Offsets.Get(group, src.topic, src.queueID)
+	if err := errors.Join(perr, cerr); err != nil {
+		e = e.AnErr("stateErr", err)
+	}
+	first, last := int64(-1), int64(-1)
+	if len(r.offsets) > 0 {
+		first, last = r.offsets[0], r.offsets[len(r.offsets)-1]
+	}
+	e.Str("group", group).Str("topic", src.topic).Int32("queue", src.queueID).Int64("popTime", popTime).
+		Int64("start", pos).Bool("known", known).
+		Int64("position", position).Bool("hasPosition", hasPosition).
+		Int64("committed", committed).Bool("hasCommitted", hasCommitted).
+		Int64("from", r.from).Int64("next", r.next).Int64("min", r.min).Int64("max", r.max).
+		Int("taken", len(r.offsets)).Int64("first", first).Int64("last", last).
+		Msg("pop: read a queue")
+}
+
 // readCompacted is readQueue for a compacted topic: it reads the copies
 // the compaction store keeps (records always read), stepping over the
 // offsets compacted away. The offsets it examines span at most
