@@ -512,6 +512,7 @@ func (p *PopBatch) settle(err error) error {
 		p.ckUpdates = p.ckUpdates[:0]
 		return fmt.Errorf("commit pop state: %w", err)
 	}
+	p.traceCheckpoints()
 	p.cks.apply(p.ckUpdates)
 	clear(p.ckUpdates)
 	p.ckUpdates = p.ckUpdates[:0]
@@ -520,6 +521,28 @@ func (p *PopBatch) settle(err error) error {
 	p.offsets.apply(p.committed)
 	p.committed = p.committed[:0]
 	return nil
+}
+
+// traceCheckpoints logs, at debug level, each checkpoint write of a
+// committed batch: which checkpoint and how many offsets it holds after
+// the write (none: deleted). With the pop and ack traces of the POP
+// service it tells the story of a message's in-flight record.
+func (p *PopBatch) traceCheckpoints() {
+	for _, u := range p.ckUpdates {
+		e := p.db.log.Debug()
+		if !e.Enabled() {
+			return
+		}
+		c := u.c
+		first, last := int64(-1), int64(-1)
+		if len(c.Offsets) > 0 {
+			first, last = c.Offsets[0], c.Offsets[len(c.Offsets)-1]
+		}
+		e.Str("group", c.Group).Str("topic", c.Topic).Int32("queue", c.QueueID).
+			Int64("ckOffset", c.CKOffset).Int64("popTime", c.PopTime).Bool("deleted", u.deleted).
+			Int("offsets", len(c.Offsets)).Int64("first", first).Int64("last", last).
+			Int64("visibleAt", c.VisibleAt).Bool("staged", c.Staged).Msg("pop state: checkpoint written")
+	}
 }
 
 // Close releases the batch; after a CommitDurable whose wait has not run

@@ -140,9 +140,10 @@ type ledger struct {
 	// the answer they came in (its popTime differs from the header's):
 	// one answer carrying another's records.
 	foreign []string
-	// twice lists the queues of records delivered twice, with a window
-	// of time around the two pops, for the failure dump's queue reads.
-	twice []tracedQueue
+	// suspectQueues lists the queues of records delivered twice or
+	// re-delivered after an ack, with a window of time around the pops,
+	// for the failure dump's queue reads and acks.
+	suspectQueues []tracedQueue
 }
 
 func (l *ledger) add(d *delivery) {
@@ -290,7 +291,7 @@ func popSurvivesSIGKILL(t *testing.T, staged bool) {
 		// its deadline passed.
 		drained: func() bool { return allAcked(l) }, drainFor: 40 * time.Second,
 		verify: func(t *testing.T) []string { return verifyLedger(t, l) },
-		traced: func() []tracedQueue { return l.twice },
+		traced: func() []tracedQueue { return l.suspectQueues },
 	})
 	if staged {
 		if n := stagedDeliveries(l); n == 0 {
@@ -466,7 +467,7 @@ func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 					id, w.topic, w.queue, w.offset, prev.popTime, prev.answeredAt, prev.broker, prev.msg.Handle.String(),
 					d.popTime, d.answeredAt, d.broker, d.msg.Handle.String())
 				suspects = append(suspects, id)
-				l.twice = append(l.twice, tracedQueue{topic: w.topic, queue: w.queue,
+				l.suspectQueues = append(l.suspectQueues, tracedQueue{topic: w.topic, queue: w.queue,
 					from: min(prev.popTime, d.popTime) - 2000, to: max(prev.popTime, d.popTime) + 2000})
 			}
 			at[w] = d
@@ -515,6 +516,10 @@ func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 				}
 			}
 			if !ok {
+				for _, d := range gens[counts[j-1]] {
+					l.suspectQueues = append(l.suspectQueues, tracedQueue{topic: d.msg.RealTopic, queue: d.msg.QueueID,
+						from: d.popTime - 2000, to: first.answeredAt + 2000})
+				}
 				var b strings.Builder
 				for _, d := range gens[counts[j-1]] {
 					fmt.Fprintf(&b, " [%s/%d@%d popTime %d deadline %d ackedAt %d]", d.msg.RealTopic, d.msg.QueueID,

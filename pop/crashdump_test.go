@@ -86,9 +86,10 @@ type tracedQueue struct {
 
 // dumpQueueReads logs the pops' reads of the traced queues (the "pop: read
 // a queue" debug lines of the children, each with the group's position,
-// committed offset and the queue's bounds as the pop saw them) within
-// their windows, and when each child life began, to tell how a record came
-// to be handed out twice.
+// committed offset and the queue's bounds as the pop saw them), the acks
+// of their messages ("pop: ack", by the popTime of the pop acked) and the
+// writes of their checkpoints within their windows, and when each child life began, to tell how a
+// record came to be handed out twice or re-delivered after its ack.
 func dumpQueueReads(t *testing.T, dir string, traced []tracedQueue) {
 	if len(traced) == 0 {
 		return
@@ -116,7 +117,9 @@ func dumpQueueReads(t *testing.T, dir string, traced []tracedQueue) {
 			t.Logf("LIFE %s", sc.Bytes())
 			continue
 		}
-		if line.Message != "pop: read a queue" {
+		switch line.Message {
+		case "pop: read a queue", "pop: ack", "pop state: checkpoint written":
+		default:
 			continue
 		}
 		for _, q := range traced {
