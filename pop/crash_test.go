@@ -125,8 +125,9 @@ type delivery struct {
 	broker string
 	msg    popclient.Message
 	// ackedAt is when a SUCCESS answer to an ack of this delivery
-	// arrived (0: never).
+	// arrived (0: never), ackedBy the request that acked it.
 	ackedAt int64
+	ackedBy string
 	// ackSent is set before an ack is sent: an ack whose answer was lost
 	// to a kill may or may not have been applied.
 	ackSent bool
@@ -164,11 +165,11 @@ func (l *ledger) sending(ds []*delivery) {
 	}
 }
 
-func (l *ledger) acked(ds []*delivery, at int64) {
+func (l *ledger) acked(ds []*delivery, at int64, by string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, d := range ds {
-		d.ackedAt = at
+		d.ackedAt, d.ackedBy = at, by
 	}
 }
 
@@ -223,7 +224,7 @@ func consume(stop context.Context, addr, brokerName string, l *ledger, rng *rand
 				return
 			}
 			if code == remoting.Success {
-				l.acked(toAck, time.Now().UnixMilli())
+				l.acked(toAck, time.Now().UnixMilli(), "BATCH_ACK_MESSAGE")
 			}
 			continue
 		}
@@ -233,7 +234,7 @@ func consume(stop context.Context, addr, brokerName string, l *ledger, rng *rand
 				return
 			}
 			if code == remoting.Success {
-				l.acked([]*delivery{d}, time.Now().UnixMilli())
+				l.acked([]*delivery{d}, time.Now().UnixMilli(), "ACK_MESSAGE")
 			}
 		}
 	}
@@ -522,11 +523,11 @@ func verifyLedger(t *testing.T, l *ledger) (suspects []string) {
 				}
 				var b strings.Builder
 				for _, d := range gens[counts[j-1]] {
-					fmt.Fprintf(&b, " [%s/%d@%d popTime %d deadline %d ackedAt %d]", d.msg.RealTopic, d.msg.QueueID,
-						d.msg.QueueOffset, d.popTime, d.deadline, d.ackedAt)
+					fmt.Fprintf(&b, " [%s/%d@%d popTime %d deadline %d ackedAt %d by %s, handle %q, answered by %s]", d.msg.RealTopic, d.msg.QueueID,
+						d.msg.QueueOffset, d.popTime, d.deadline, d.ackedAt, d.ackedBy, d.msg.Handle.String(), d.broker)
 				}
-				t.Errorf("%s re-delivered (reconsume %d, %s/%d@%d) at %d, answered at %d, with no expired delivery of reconsume %d before:%s",
-					id, counts[j], first.msg.RealTopic, first.msg.QueueID, first.msg.QueueOffset, first.popTime, first.answeredAt, counts[j-1], b.String())
+				t.Errorf("%s re-delivered (reconsume %d, %s/%d@%d) at %d, answered at %d by %s, with no expired delivery of reconsume %d before:%s",
+					id, counts[j], first.msg.RealTopic, first.msg.QueueID, first.msg.QueueOffset, first.popTime, first.answeredAt, first.broker, counts[j-1], b.String())
 				suspects = append(suspects, id)
 			}
 		}
