@@ -63,7 +63,7 @@ func runBrokerChild(dir string) int {
 	}
 	// Warnings go to the test's output; everything, down to each pop's
 	// queue reads, to a file the failure dump reads (dumpQueueReads).
-	debug, err := os.OpenFile(filepath.Join(dir, childDebugLog), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	debug, err := openMappedLog(filepath.Join(dir, childDebugLog))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
