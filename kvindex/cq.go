@@ -532,6 +532,16 @@ func (c *CQ) readBounds(q qkey) (queueBounds, error) {
 // of cqCache when they hold the answer; otherwise from the database, and
 // a read of minChunkedRead entries or more loads whole chunks around
 // what it returns.
+//
+// It returns no entry at or past the queue's end as its bounds said when
+// the read began. A writer commits entries to the database before it
+// publishes the queue's new end, so a read of the database can meet
+// entries that MaxOffset does not count yet; handed out, they took a pop
+// position (or a pull's next offset) past the end a reader saw moments
+// later, which then moved the position back and handed the same messages
+// out twice, and a batch ack of them was dropped as out of range while
+// answered SUCCESS (both seen in the POP crash test when the dispatcher
+// was descheduled between its commit and its publish).
 func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, error) {
 	if err := c.check(); err != nil {
 		return nil, err
@@ -547,6 +557,7 @@ func (c *CQ) Get(topic string, queueID int32, from int64, max int) ([]cq.Entry, 
 	if from < qb.min || from >= qb.max {
 		return nil, nil
 	}
+	max = int(min(int64(max), qb.max-from))
 	cached, hit, gen := c.cache.lookup(q, from, max, qb.max)
 	if hit {
 		return cached, nil
