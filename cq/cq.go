@@ -99,10 +99,13 @@ type Store interface {
 	Put(entries []Dispatch) error
 
 	// Get returns up to max consecutive entries of the queue starting at
-	// from. It returns fewer (possibly none) at the end of the queue. A from
-	// below MinOffset or at/after MaxOffset, or a max <= 0, returns no
-	// entries and no error. StoreTimestamp is 0 in layouts that do not keep
-	// it.
+	// from. It returns fewer (possibly none) at the end of the queue, and
+	// none at or past MaxOffset as it stood when the read began, even when
+	// a Put is under way: a reader never moves past an end that MaxOffset
+	// would then deny (a pop position or an ack range checked against it
+	// would go back). A from below MinOffset or at/after MaxOffset, or a
+	// max <= 0, returns no entries and no error. StoreTimestamp is 0 in
+	// layouts that do not keep it.
 	Get(topic string, queueID int32, from int64, max int) ([]Entry, error)
 
 	// MaxOffset returns the next queue offset to be written (0 for an

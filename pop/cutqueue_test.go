@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -84,5 +86,60 @@ func TestOrderlyPopFollowsACutQueueBackToItsEnd(t *testing.T) {
 	}
 	if got := pop(); len(got) != 1 || got[0] != "n0@2" {
 		t.Fatalf("after the cut the orderly pop got %v, want [n0@2]", got)
+	}
+}
+
+// unpublishedQueues is memQueues whose MaxOffset leaves out the newest
+// hidden entries of every queue while Get still returns them: a store
+// caught between committing entries and publishing its new end.
+type unpublishedQueues struct {
+	*memQueues
+	hidden atomic.Int64
+}
+
+func (u *unpublishedQueues) MaxOffset(topic string, queueID int32) (int64, error) {
+	n, err := u.memQueues.MaxOffset(topic, queueID)
+	return max(n-u.hidden.Load(), 0), err
+}
+
+// A pop takes nothing past the queue's end as it read it, even from a
+// store whose reads run ahead of that end: otherwise its position would
+// pass the end the next pop reads, which moves the position back and
+// hands the same messages out twice (the duplicate the POP crash test
+// met, from the KV ConsumeQueue before its Get stopped at the published
+// end).
+func TestPopTakesNothingPastTheEndItRead(t *testing.T) {
+	var store *unpublishedQueues
+	h := newStageHarnessWith(t, 4, func(c *Config) {
+		store = &unpublishedQueues{memQueues: c.CQ.(*memQueues)}
+		store.hidden.Store(2)
+		c.CQ = store
+	})
+	seen := map[string]int{}
+	pop := func() []string {
+		t.Helper()
+		got := bodies(h.popAll(t, 60_000))
+		for _, b := range got {
+			seen[b]++
+		}
+		return got
+	}
+	if got := pop(); !slices.Equal(got, []string{"m0", "m1"}) {
+		t.Fatalf("first pop got %v, want [m0 m1]: m2 and m3 lie past the end it read", got)
+	}
+	if got := pop(); len(got) != 0 {
+		t.Fatalf("a pop before the end moves got %v", got)
+	}
+	store.hidden.Store(0)
+	if got := pop(); !slices.Equal(got, []string{"m2", "m3"}) {
+		t.Fatalf("pop after the end moved got %v, want [m2 m3]", got)
+	}
+	if got := pop(); len(got) != 0 {
+		t.Fatalf("a last pop got %v", got)
+	}
+	for b, n := range seen {
+		if n != 1 {
+			t.Errorf("%s handed out %d times", b, n)
+		}
 	}
 }

@@ -78,7 +78,11 @@ func (s *Service) readQueue(topic string, queueID int32, offset int64, n, maxByt
 			break
 		}
 		for _, e := range entries {
-			if len(r.offsets) >= n {
+			// Never past the end read above, even if the store returns
+			// more (cq.Store.Get promises it does not): the position
+			// recorded is then at most what MaxOffset says from now on,
+			// so no later pop clamps it back and hands these out again.
+			if len(r.offsets) >= n || e.QueueOffset >= r.max {
 				break
 			}
 			if len(r.offsets) > 0 && r.bytes+int(e.Size) > maxBytes && (f == nil || f.MatchesCode(e.TagsCode)) {
