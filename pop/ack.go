@@ -144,11 +144,11 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 		defer hold.Release()
 		ck, ok, err := s.store.Checkpoint(group, topic, queueID, ckOffset, popTime)
 		if err != nil || !ok || ck.InvisibleTime != invisibleTime {
-			s.traceAck(group, topic, queueID, ckOffset, popTime, sorted, ok, 0)
+			s.traceAck(group, topic, queueID, ckOffset, popTime, sorted, ok, false, 0)
 			return err
 		}
 		removed := ck.Remove(sorted)
-		s.traceAck(group, topic, queueID, ckOffset, popTime, sorted, true, len(removed))
+		s.traceAck(group, topic, queueID, ckOffset, popTime, sorted, true, true, len(removed))
 		if len(removed) == 0 {
 			return nil
 		}
@@ -186,18 +186,20 @@ func (s *Service) ackQueueUnsynced(group, topic string, queueID int32, ckOffset 
 	return res, nil
 }
 
-// traceAck logs, at debug level, an ack of a plain pop's messages: the
-// checkpoint its handle names (found or not, which an ack of messages
-// already revived or acknowledged meets) and how many of the offsets were
-// still in flight there.
-func (s *Service) traceAck(group, topic string, queueID int32, ckOffset, popTime int64, offsets []int64, found bool, removed int) {
+// traceAck logs, at debug level, an ack of a plain pop's messages: whether
+// the checkpoint its handle names exists (found; an ack of messages already
+// revived or acknowledged meets none), whether the handle matched it
+// (matched; a handle made stale by a change of invisible time finds the
+// checkpoint but does not match it, and changes nothing), and how many of
+// the offsets were still in flight there.
+func (s *Service) traceAck(group, topic string, queueID int32, ckOffset, popTime int64, offsets []int64, found, matched bool, removed int) {
 	e := s.log.Debug()
 	if !e.Enabled() {
 		return
 	}
 	e.Str("group", group).Str("topic", topic).Int32("queue", queueID).Int64("ckOffset", ckOffset).Int64("popTime", popTime).
 		Int("offsets", len(offsets)).Int64("first", offsets[0]).Int64("last", offsets[len(offsets)-1]).
-		Bool("found", found).Int("removed", removed).Msg("pop: ack")
+		Bool("found", found).Bool("matched", matched).Int("removed", removed).Msg("pop: ack")
 }
 
 // moveCommitted moves the committed offset of a queue after records were

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -92,5 +93,56 @@ func TestPopTracesEachQueueReadAtDebugLevel(t *testing.T) {
 	pop(3)
 	if logged.Len() != 0 {
 		t.Errorf("a pop at info level logged %q", logged.String())
+	}
+}
+
+// ackTrace is one "pop: ack" debug line.
+type ackTrace struct {
+	Message string `json:"message"`
+	Found   bool   `json:"found"`
+	Matched bool   `json:"matched"`
+	Removed int    `json:"removed"`
+}
+
+// An ack's trace tells a handle that names no checkpoint from one that
+// names a checkpoint it does not match (a stale invisible time), and both
+// from an ack that removed offsets.
+func TestAckTraceTellsAStaleHandleFromAMissingCheckpoint(t *testing.T) {
+	h := newStageHarness(t, 2)
+	var logged bytes.Buffer
+	h.svc.log = zerolog.New(&logged).Level(zerolog.DebugLevel)
+	res, err := h.svc.Pop(PopRequest{Group: "G", Topic: "T", QueueID: 0, MaxMsgNums: 1, InvisibleTime: 60_000})
+	if err != nil || len(res.Records) != 1 {
+		t.Fatalf("pop: %d records, %v", len(res.Records), err)
+	}
+	handle := Handle{CKOffset: 0, PopTime: res.PopTime, InvisibleTime: res.InvisibleTime}
+	stale := handle
+	stale.InvisibleTime = 30_000
+	for _, ack := range []Handle{stale, handle, handle} {
+		if _, err := h.svc.Ack("G", "T", 0, 0, ack); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []ackTrace
+	sc := bufio.NewScanner(&logged)
+	for sc.Scan() {
+		var line ackTrace
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("log line %q: %v", sc.Bytes(), err)
+		}
+		if line.Message == "pop: ack" {
+			got = append(got, line)
+		}
+	}
+	want := []ackTrace{
+		// The checkpoint is there, the handle's invisible time is not its.
+		{Message: "pop: ack", Found: true, Matched: false, Removed: 0},
+		// The right handle removes the offset.
+		{Message: "pop: ack", Found: true, Matched: true, Removed: 1},
+		// Its only offset gone, the checkpoint is too.
+		{Message: "pop: ack", Found: false, Matched: false, Removed: 0},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ack traces %+v, want %+v", got, want)
 	}
 }
