@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -542,6 +543,9 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 			return remoting.NewResponse(req, remoting.SystemError, err.Error())
 		}
 		offsets := a.OffsetsIn(minOff, maxOff)
+		if len(offsets) != a.Count() {
+			b.warnAckPastTheEnd(a, topic, maxOff)
+		}
 		if len(offsets) == 0 {
 			continue
 		}
@@ -558,6 +562,24 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 		return b.popError(req, err)
 	}
 	return remoting.NewResponse(req, remoting.Success, "")
+}
+
+// warnAckPastTheEnd logs the offsets of a batch ack entry above its
+// queue's MaxOffset (which RocketMQ's range check still admits), which
+// processBatchAck skips and answers SUCCESS for, as RocketMQ does. No pop
+// hands such an offset out, so the consumer that sent them names messages
+// this broker never served (another broker's, or a broker that read past
+// its own end), and a message it meant to acknowledge may come back at its
+// deadline. Offsets below the minimum, whose messages retention removed,
+// are skipped without a word.
+func (b *Broker) warnAckPastTheEnd(a *pop.BatchAck, topic string, maxOff int64) {
+	past := a.OffsetsIn(maxOff+1, math.MaxInt64)
+	if len(past) == 0 {
+		return
+	}
+	b.log.Warn().Str("group", a.ConsumerGroup).Str("topic", topic).Int32("queue", a.QueueID).
+		Int64("maxOffset", maxOff).Int("offsets", len(past)).Int64("first", past[0]).Int64("last", past[len(past)-1]).
+		Msg("BATCH_ACK_MESSAGE named offsets past the queue's end: skipped, the answer says SUCCESS")
 }
 
 // processChangeInvisibleTime answers CHANGE_MESSAGE_INVISIBLETIME with the

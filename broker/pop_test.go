@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/rs/zerolog"
+
 	"github.com/rocketkv/rocketkv/commitlog"
 	"github.com/rocketkv/rocketkv/internal/popclient"
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/pop"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -1441,5 +1444,51 @@ func TestPopStartsAtACommittedOffsetAheadOfIt(t *testing.T) {
 	res = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "PA", QueueID: 0, MaxMsgNums: 32, InvisibleTime: time.Minute})
 	if got := bodies(res.Messages); len(got) != 1 || got[0] != "m0" {
 		t.Fatalf("pop after a commit behind the pops: %v, want the one new message", got)
+	}
+}
+
+// A batch ack naming offsets past its queue's end is answered SUCCESS,
+// as RocketMQ answers it, acknowledges the offsets inside the queue, and
+// says in a warning which offsets it skipped: no pop hands such offsets
+// out, so the consumer names messages this broker never served.
+func TestBatchAckPastTheQueueEndIsLogged(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.log = zerolog.New(logs) })
+	c, rc := popClient(b)
+	mustSend(t, rc, "Past", 0, "x", "")
+	b.caughtUp()
+	res := mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "Past", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if len(res.Messages) != 1 {
+		t.Fatalf("pop got %d messages, want 1", len(res.Messages))
+	}
+	h := res.Messages[0].Handle
+	// Offsets 0 (popped) and 5 (the queue holds one message).
+	body := pop.BatchAckBody{Acks: []pop.BatchAck{{ConsumerGroup: "g", Topic: "Past", Retry: "0", QueueID: 0,
+		StartOffset: 0, ReviveQueueID: h.ReviveQID, PopTime: h.PopTime, InvisibleTime: h.InvisibleTime, Bits: []byte{1 | 1<<5}}}}
+	if r := call(t, rc, remoting.BatchAckMessage, nil, body.AppendJSON(nil)); r.Code != remoting.Success {
+		t.Fatalf("batch ack: %d %s, want SUCCESS", r.Code, r.Remark)
+	}
+	if inFlight(t, b, "g", "Past", 0, 0) {
+		t.Fatal("offset 0 is still in flight after the batch ack")
+	}
+	warned := logLines(logs, "BATCH_ACK_MESSAGE named offsets past the queue's end: skipped, the answer says SUCCESS")
+	if len(warned) != 1 {
+		t.Fatalf("%d warnings, want 1; log:\n%s", len(warned), logs.String())
+	}
+	w := warned[0]
+	if w["level"] != "warn" || w["group"] != "g" || w["topic"] != "Past" || w["maxOffset"] != float64(1) ||
+		w["offsets"] != float64(1) || w["first"] != float64(5) || w["last"] != float64(5) {
+		t.Errorf("warning %v, want group g, topic Past, maxOffset 1, one offset: 5", w)
+	}
+	// An ack within the queue says nothing.
+	seen := len(logs.String())
+	mustSend(t, rc, "Past", 0, "y", "")
+	b.caughtUp()
+	res = mustPop(t, c, popclient.PopRequest{Group: "g", Topic: "Past", QueueID: 0, MaxMsgNums: 1, InvisibleTime: time.Minute})
+	if code, err := c.BatchAck(ctx20(t), "g", "Past", res.Messages); err != nil || code != remoting.Success {
+		t.Fatalf("batch ack within the queue: %d %v", code, err)
+	}
+	if later := logs.String()[seen:]; strings.Contains(later, "past the queue's end") {
+		t.Errorf("a batch ack within the queue warned:\n%s", later)
 	}
 }
