@@ -37,6 +37,7 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 		mustSend(t, ca, "TopicTest", 0, fmt.Sprintf("before %d", i), "")
 	}
 	in := func(text string) float64 {
+		t.Helper()
 		return metricValue(t, text, "rocketmq_messages_in_total", `topic="TopicTest"`)
 	}
 	text := testutil.Scrape(t, addr)
@@ -51,6 +52,15 @@ func TestControllerModeSwitchKeepsMetrics(t *testing.T) {
 	}
 	waitUntil(t, 20*time.Second, "the sync state set to hold both", func() bool {
 		return len(a.sup.role().syncSet) == 2 && b.end() == a.end()
+	})
+	// And the slave to hold the topic: once a follows b it takes b's
+	// topic table, as RocketMQ's slave does, and with a topic b lacks go
+	// its series (TopicDeleted). A switch before b's first copy of the
+	// table (the slave's sync runs every few seconds) made the count
+	// vanish from a's scrape.
+	waitUntil(t, 20*time.Second, "the slave to copy the master's topics", func() bool {
+		_, ok, err := b.sup.Broker().topicConfig("TopicTest")
+		return ok && err == nil
 	})
 
 	// Scrapes in a loop while a switches to slave and back to master.
