@@ -66,9 +66,10 @@ type Broker struct {
 	// busyLog reports refused sends at most once per second: under flow
 	// control thousands may be refused a second.
 	busyLog zerolog.Logger
-	// refusedLog reports requests access control refused, and consumer
-	// subscriptions that do not parse, at most refusedLogBurst lines a
-	// second: a client must not be able to flood the log.
+	// refusedLog reports requests access control refused, consumer
+	// subscriptions that do not parse, and batch acks of offsets past
+	// their queue's end, at most refusedLogBurst lines a second: a client
+	// must not be able to flood the log.
 	refusedLog zerolog.Logger
 	// bodies recycles pull and pop response bodies.
 	bodies bodyPool

@@ -571,13 +571,14 @@ func (b *Broker) processBatchAck(_ context.Context, _ *remoting.Conn, req *remot
 // this broker never served (another broker's, or a broker that read past
 // its own end), and a message it meant to acknowledge may come back at its
 // deadline. Offsets below the minimum, whose messages retention removed,
-// are skipped without a word.
+// are skipped without a word. A client sends such acks at will, so the
+// warning goes to refusedLog, which bounds its lines a second.
 func (b *Broker) warnAckPastTheEnd(a *pop.BatchAck, topic string, maxOff int64) {
 	past := a.OffsetsIn(maxOff+1, math.MaxInt64)
 	if len(past) == 0 {
 		return
 	}
-	b.log.Warn().Str("group", a.ConsumerGroup).Str("topic", topic).Int32("queue", a.QueueID).
+	b.refusedLog.Warn().Str("group", a.ConsumerGroup).Str("topic", topic).Int32("queue", a.QueueID).
 		Int64("maxOffset", maxOff).Int("offsets", len(past)).Int64("first", past[0]).Int64("last", past[len(past)-1]).
 		Msg("BATCH_ACK_MESSAGE named offsets past the queue's end: skipped, the answer says SUCCESS")
 }

@@ -1453,7 +1453,7 @@ func TestPopStartsAtACommittedOffsetAheadOfIt(t *testing.T) {
 // out, so the consumer names messages this broker never served.
 func TestBatchAckPastTheQueueEndIsLogged(t *testing.T) {
 	logs := &testutil.SyncBuffer{}
-	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.log = zerolog.New(logs) })
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.refusedLog = zerolog.New(logs) })
 	c, rc := popClient(b)
 	mustSend(t, rc, "Past", 0, "x", "")
 	b.caughtUp()
