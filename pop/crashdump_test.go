@@ -98,6 +98,8 @@ type mappedLog struct {
 	off  atomic.Int64
 }
 
+// openMappedLog maps the log at path, made mappedLogSize long, to be
+// written after what earlier lives of the child wrote there.
 func openMappedLog(path string) (*mappedLog, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
