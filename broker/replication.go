@@ -59,6 +59,9 @@ type replication struct {
 	// as a slave with timerWheelEnable last copied them with the full sync,
 	// nil before the first copy: see slaveTimerMetrics.
 	masterTimerMetrics atomic.Pointer[timerMetrics]
+	// sightings are the topics a slave's dispatcher met, for its sync
+	// loop to look up (slavetopics.go); nil on a master.
+	sightings *topicSightings
 	// master is a slave's kept connection to its master's Remoting
 	// address, for its syncs (see masterLink).
 	master masterLink

@@ -72,24 +72,53 @@ const masterCallTimeout = 3 * time.Second
 // slaveSyncIntervalMillis (60 s by default) until ctx ends, the first time
 // one interval after it starts (RocketMQ's broker looks every 3 s whether
 // a minute has passed since its start or its last sync, which comes to
-// the same). masterAddr is asked before each sync; while it returns ""
-// (no master known yet) nothing is sent. A failed sync is logged and
-// tried again at the next interval. The caller owns the goroutine
-// (Broker.goBackground) and stops it through ctx.
+// the same). In between, a slave whose dispatcher meets new topics looks
+// them up and copies the master's topic and group tables when it lacks
+// one (slavetopics.go), at most once per topicSightingGap. masterAddr is
+// asked before each sync; while it returns "" (no master known yet)
+// nothing is sent, and new topics are looked at again each
+// topicSightingGap. A failed sync is logged and tried again at the next
+// interval. The caller owns the goroutine (Broker.goBackground) and stops
+// it through ctx.
 func (b *Broker) slaveSyncLoop(ctx context.Context, masterAddr func() string) {
 	interval := b.cfg.SlaveSyncInterval
 	if interval <= 0 {
 		interval = time.Minute
 	}
-	periodic.Run(ctx, interval, func(ctx context.Context) {
-		addr := masterAddr()
-		if addr == "" {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var kick <-chan struct{} // nil, never ready, on a master
+	if b.repl.sightings != nil {
+		kick = b.repl.sightings.kick
+	}
+	// look fires when the sightings are due to be looked at: at once
+	// after a kick, or topicSightingGap after the last look.
+	var look <-chan time.Time
+	var lastLook time.Time
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case <-tick.C:
+			addr := masterAddr()
+			if addr == "" {
+				continue
+			}
+			if err := b.syncFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
+				b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's metadata")
+			}
+		case <-kick:
+			if look == nil {
+				look = time.After(time.Until(lastLook.Add(topicSightingGap)))
+			}
+		case <-look:
+			lastLook = time.Now()
+			look = nil
+			if !b.copyTablesForSightings(ctx, masterAddr()) {
+				look = time.After(topicSightingGap)
+			}
 		}
-		if err := b.syncFromMaster(ctx, addr); err != nil && ctx.Err() == nil {
-			b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's metadata")
-		}
-	})
+	}
 }
 
 // syncFromMaster copies the topics, subscription groups, consumer offsets,
@@ -102,16 +131,12 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	if masterAddr == "" || masterAddr == b.Addr() {
 		return nil
 	}
-	c, err := b.masterConn(ctx, masterAddr)
-	if err != nil {
-		return err
-	}
 	steps := []syncStep{
 		{"delivered timer messages", remoting.GetTimerWatermark, b.applyMasterTimerWatermark, true, nil},
-		{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)},
+		b.topicsStep(),
 		{"consumer offsets", remoting.GetAllConsumerOffset, b.applyMasterOffsets, false, nil},
 		{"delay offsets", remoting.GetAllDelayOffset, b.applyMasterDelayOffsets, false, b.askDelayOffsets},
-		{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false, askIfChanged(remoting.GetAllSubscriptionGroupConfig, b.groups.Version)},
+		b.groupsStep(),
 		{"request modes", remoting.GetAllMessageRequestMode, b.applyMasterRequestModes, false, nil},
 		// After the consumer offsets (see above).
 		{"POP in-flight state", remoting.GetPopState, b.applyMasterPopState, true, askMasterPopState},
@@ -119,6 +144,29 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 	if b.cfg.TimerWheelEnable {
 		// As RocketMQ's syncAll, which asks it only under timerWheelEnable.
 		steps = append(steps, syncStep{"timer metrics", remoting.GetTimerMetrics, b.applyMasterTimerMetrics, false, nil})
+	}
+	return b.runSyncSteps(ctx, masterAddr, steps)
+}
+
+// topicsStep copies the master's topic table when its version changed.
+func (b *Broker) topicsStep() syncStep {
+	return syncStep{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)}
+}
+
+// groupsStep copies the master's subscription groups when their version
+// changed.
+func (b *Broker) groupsStep() syncStep {
+	return syncStep{"subscription groups", remoting.GetAllSubscriptionGroupConfig, b.applyMasterGroups, false, askIfChanged(remoting.GetAllSubscriptionGroupConfig, b.groups.Version)}
+}
+
+// runSyncSteps asks the master at masterAddr for each step's table and
+// applies it, in order; a step that fails does not stop the next. A
+// master that does not answer one of rocketkv's own requests skips that
+// step. The errors of the steps that failed are joined.
+func (b *Broker) runSyncSteps(ctx context.Context, masterAddr string, steps []syncStep) error {
+	c, err := b.masterConn(ctx, masterAddr)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, s := range steps {

@@ -292,6 +292,8 @@ type Broker struct {
 	// SlaveSyncInterval is how often a slave copies its master's topics,
 	// groups, consumer and delay offsets and request modes
 	// (slaveSyncIntervalMillis, rocketkv's own key; RocketMQ's fixed 60 s).
+	// Topics and groups are also copied as soon as a replicated message
+	// names a topic the slave has no config for.
 	SlaveSyncInterval time.Duration
 
 	// Consumption.

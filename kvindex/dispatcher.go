@@ -81,6 +81,13 @@ type DispatcherOptions struct {
 	// COMMIT (the committed copy of a transactional message), whatever its
 	// topic, in the same way as Hooks.
 	CommitHook Hook
+	// NewTopic, when set, is told each topic the dispatcher meets for the
+	// first time since it started (a slave's broker looks whether it has
+	// the topic's config yet): once for each topic whose name it keeps,
+	// and at every record of a topic past maxDispatchTopics names. It
+	// runs on the dispatcher's goroutine, in the middle of a batch, and
+	// must return at once.
+	NewTopic func(topic string)
 	// DelayLevels computes the tagsCode (delivery time) of
 	// SCHEDULE_TOPIC_XXXX records; RocketMQ's default levels when nil.
 	DelayLevels []time.Duration
@@ -1127,7 +1134,7 @@ func (d *Dispatcher) groupCodes(queues []pendingQueue) {
 // topicName returns the topic string for a record's topic bytes: the same
 // string for every record of a topic, so that dispatching allocates none
 // (past maxDispatchTopics names, a new string for each record of a topic
-// not kept).
+// not kept). A topic it has no string for yet goes to the NewTopic hook.
 func (d *Dispatcher) topicName(b []byte) string {
 	if t, ok := d.topics[string(b)]; ok {
 		return t
@@ -1135,6 +1142,9 @@ func (d *Dispatcher) topicName(b []byte) string {
 	t := string(b)
 	if len(d.topics) < maxDispatchTopics {
 		d.topics[t] = t
+	}
+	if d.opts.NewTopic != nil {
+		d.opts.NewTopic(t)
 	}
 	return t
 }

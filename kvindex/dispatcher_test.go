@@ -355,10 +355,14 @@ func TestDispatcherAdmit(t *testing.T) {
 // maxDispatchTopics rather than growing without bound: the names kept
 // stay, and other topics get a new string each time.
 func TestDispatcherTopicNames(t *testing.T) {
-	d := &Dispatcher{topics: map[string]string{}}
+	told := map[string]int{}
+	d := &Dispatcher{topics: map[string]string{}, opts: DispatcherOptions{NewTopic: func(topic string) { told[topic]++ }}}
 	a := d.topicName([]byte("Orders"))
 	if b := d.topicName([]byte("Orders")); a != "Orders" || unsafe.StringData(a) != unsafe.StringData(b) {
 		t.Fatalf("two records of Orders got %q and %q, not one string", a, b)
+	}
+	if told["Orders"] != 1 {
+		t.Fatalf("NewTopic told of Orders %d times after two of its records, want once", told["Orders"])
 	}
 	for i := 0; i < maxDispatchTopics+10; i++ {
 		if got, want := d.topicName(fmt.Appendf(nil, "T%d", i)), fmt.Sprintf("T%d", i); got != want {
@@ -374,9 +378,17 @@ func TestDispatcherTopicNames(t *testing.T) {
 	if c := d.topicName([]byte("Orders")); unsafe.StringData(c) != unsafe.StringData(a) {
 		t.Errorf("Orders got a new string once the set was full; the names kept should stay")
 	}
+	if told["Orders"] != 1 || told["T0"] != 1 {
+		t.Errorf("NewTopic told of Orders %d times and of T0 %d, want once each: their names are kept", told["Orders"], told["T0"])
+	}
 	late := []byte(fmt.Sprint("T", maxDispatchTopics+5))
 	if x, y := d.topicName(late), d.topicName(late); x != string(late) || y != string(late) || unsafe.StringData(x) == unsafe.StringData(y) {
 		t.Errorf("a topic past the bound got %q and %q, want a new string each", x, y)
+	}
+	// Its first record when the loop above met it, then the two here: a
+	// topic whose name is not kept cannot be told apart from a new one.
+	if n := told[string(late)]; n != 3 {
+		t.Errorf("NewTopic told of a topic past the bound %d times over three of its records, want each time", n)
 	}
 	if _, ok := d.topics[string(late)]; ok || len(d.topics) != maxDispatchTopics {
 		t.Errorf("a topic past the bound was kept: %d names", len(d.topics))

@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A slave copies its master's topic table once a minute (slaveSyncLoop),
+// as RocketMQ's does. A topic created on the master in between is unknown
+// to the slave although its messages are replicated and indexed: pulls
+// from the slave are refused with TOPIC_NOT_EXIST, and a slave promoted
+// in controller mode does not serve the topic at all. If the master dies
+// before the next copy, they stay unreachable.
+//
+// So a slave watches the topics its dispatcher meets (kvindex's NewTopic
+// hook): a replicated record of a topic the slave has no config for
+// makes it copy the master's topic and subscription-group tables at once,
+// not at the next minute. The hook only notes the name (topicSightings);
+// the slave's sync loop looks the names up in the topic table and asks
+// the master, at most once per topicSightingGap, so a burst of new topics
+// costs one copy, and a topic the master has no config for either (a
+// light message queue, a topic it deleted) one lookup.
+
+// topicSightingGap is the least time between two copies of the master's
+// tables made for topics the slave did not have.
+const topicSightingGap = time.Second
+
+// maxTopicSightings bounds the names a topicSightings holds between two
+// looks; past it, the look copies the master's tables without a lookup.
+const maxTopicSightings = 1024
+
+// topicSightings collects the topics a slave's dispatcher met for the
+// first time, for its sync loop to look up. note runs on the dispatcher's
+// goroutine and never blocks.
+type topicSightings struct {
+	mu       sync.Mutex
+	names    map[string]struct{}
+	overflow bool // more names came than maxTopicSightings
+	kick     chan struct{}
+}
+
+func newTopicSightings() *topicSightings {
+	return &topicSightings{names: map[string]struct{}{}, kick: make(chan struct{}, 1)}
+}
+
+// note records that the dispatcher met topic, and wakes the sync loop.
+func (s *topicSightings) note(topic string) {
+	s.mu.Lock()
+	if len(s.names) < maxTopicSightings {
+		s.names[topic] = struct{}{}
+	} else {
+		s.overflow = true
+	}
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the names noted since the last take and whether some were
+// left out, and forgets them.
+func (s *topicSightings) take() (names []string, overflow bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n := range s.names {
+		names = append(names, n)
+	}
+	clear(s.names)
+	overflow, s.overflow = s.overflow, false
+	return names, overflow
+}
+
+// newTopicHook is the dispatcher's NewTopic hook: nil on a master, which
+// owns its topic table.
+func (b *Broker) newTopicHook() func(string) {
+	if !b.isSlave() {
+		return nil
+	}
+	b.repl.sightings = newTopicSightings()
+	return b.repl.sightings.note
+}
+
+// copyTablesForSightings looks up the topics the dispatcher met since the
+// last look and, when one of them (or, after an overflow, possibly one)
+// has no config here, copies the master's topic and subscription-group
+// tables from the master at addr. It reports false, taking nothing,
+// while no master is known: the names wait for the next look.
+func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
+	if addr == "" {
+		return false
+	}
+	names, overflow := b.repl.sightings.take()
+	unknown := ""
+	for _, n := range names {
+		if _, ok, err := b.topics.get(n); err != nil || !ok {
+			unknown = n
+			break
+		}
+	}
+	if unknown == "" && !overflow {
+		return true
+	}
+	b.log.Info().Str("topic", unknown).Bool("overflow", overflow).Str("master", addr).
+		Msg("a replicated record names a topic this slave has no config for: copying the master's topics and groups now")
+	if err := b.runSyncSteps(ctx, addr, []syncStep{b.topicsStep(), b.groupsStep()}); err != nil && ctx.Err() == nil {
+		b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's topics for a new topic")
+	}
+	return true
+}

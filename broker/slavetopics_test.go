@@ -1,0 +1,60 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// A topic created on the master after the slave's last copy of its tables
+// reaches the slave with the topic's first replicated message, not at the
+// next slaveSyncIntervalMillis (an hour here): the slave's dispatcher
+// meets a topic the slave has no config for, and the slave copies the
+// master's tables at once. A message of a topic the slave has does not
+// make it copy them.
+func TestSlaveCopiesTheTopicOfANewReplicatedMessage(t *testing.T) {
+	ns := startTestNameServer(t)
+	addr := ns.Addr().String()
+	master := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr}))
+	logs := &testutil.SyncBuffer{}
+	slave := startTestBrokerWith(t, t.TempDir(), withHA(map[string]string{"namesrvAddr": addr, "brokerRole": "SLAVE",
+		"brokerId": "1", "haMasterAddress": master.haServerAddr(), "slaveReadEnable": "true",
+		"slaveSyncIntervalMillis": "3600000"}), func(b *Broker) { b.log = zerolog.New(logs) })
+	waitFor(t, "the slave to know its master", func() bool { return slave.masterAddr() == master.Addr() })
+	const copied = "a replicated record names a topic this slave has no config for: copying the master's topics and groups now"
+
+	// Known is on both; its message makes the slave look, and find it.
+	mc := master.client(nil)
+	createTopic(t, mc, "Known", 2, 2)
+	createTopic(t, slave.client(nil), "Known", 2, 2)
+	mustSend(t, mc, "Known", 0, "one", "")
+	waitReplicated(t, master, slave)
+	waitFor(t, "the slave to look at the topics it met", func() bool {
+		s := slave.repl.sightings
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.names) == 0 && len(s.kick) == 0
+	})
+
+	createTopic(t, mc, "Fresh", 2, 2)
+	if _, ok := topicTable(t, slave)["Fresh"]; ok {
+		t.Fatal("the slave has Fresh before any message of it: the test shows nothing")
+	}
+	mustSend(t, mc, "Fresh", 1, "two", "")
+	waitReplicated(t, master, slave)
+	waitFor(t, "the slave to copy Fresh's config", func() bool {
+		_, ok := topicTable(t, slave)["Fresh"]
+		return ok
+	})
+	sc := slave.client(nil)
+	if r := call(t, sc, remoting.PullMessage, pullReq("g", "Fresh", 1, 0, 0, 0, "*"), nil); r.Code != remoting.Success {
+		t.Errorf("pull of Fresh from the slave: %d %s, want SUCCESS", r.Code, r.Remark)
+	}
+	lines := logLines(logs, copied)
+	if len(lines) != 1 || lines[0]["topic"] != "Fresh" {
+		t.Errorf("copies for new topics: %v, want one, for Fresh; log:\n%s", lines, logs.String())
+	}
+}
