@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+)
+
+// TestPromotedSlaveServesATopicCreatedAfterItsLastSync: a SYNC_MASTER
+// (inSyncReplicas 2) and its SLAVE, whose full copy of the master's
+// tables is an hour away (slaveSyncIntervalMillis). A topic created on the
+// master after the slave started reaches the slave with its first
+// replicated message. The master is SIGKILLed and the slave promoted the
+// way RocketMQ's operators do it (restarted on its store as the master):
+// the topic is routed to it, and the unchanged Go push consumer receives
+// every message the dead master acknowledged. Without the early copy the
+// promoted slave has no config for the topic, and no client can reach
+// its messages.
+func TestPromotedSlaveServesATopicCreatedAfterItsLastSync(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	master := startBroker(t, ns, brokerOpts{sets: []string{"brokerRole=SYNC_MASTER", "inSyncReplicas=2", "haSendHeartbeatInterval=200"}})
+	slave := startBroker(t, ns, brokerOpts{store: t.TempDir() + "/slave", sets: []string{"brokerRole=SLAVE", "brokerId=1",
+		"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=3600000"}})
+	slave.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+
+	const topic, group, n = "E2ENewOnMaster", "cg-new-on-master", 40
+	createTopic(t, master.addr, topic, 4)
+	waitRoute(t, ns.addr, topic, master.name)
+	p := newProducer(t, ns.addr, "pg-new-on-master")
+	sendN(t, p, topic, "m-", n)
+	slave.waitLog(t, "a replicated record names a topic this slave has no config for", 30*time.Second)
+	slave.waitLog(t, "took over the master's topics", 30*time.Second)
+
+	master.kill()
+	slave.stop(t)
+	promoted := startBroker(t, ns, brokerOpts{store: slave.store, sets: []string{"brokerRole=ASYNC_MASTER", "brokerId=0"}})
+	waitRoute(t, ns.addr, topic, promoted.name)
+	got := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	want := make([]string, n)
+	for i := range want {
+		want[i] = "m-" + strconv.Itoa(i)
+	}
+	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
+		t.Errorf("%d acknowledged messages of the new topic not delivered by the promoted slave: %v", len(lost), lost)
+	}
+}
