@@ -69,9 +69,15 @@ func (id brokerIdentity) encode(temp bool) string {
 }
 
 // parseIdentity reads an identity file's content (temp: with its check
-// code). Surrounding white space (an editor's newline) is ignored.
+// code). White space around the content (an editor's newline) and around
+// each field is ignored: none of the fields holds any, and a field kept
+// with it would not read back the same once written (the file's
+// surrounding white space goes).
 func parseIdentity(raw string, temp bool) (brokerIdentity, error) {
 	parts := strings.Split(strings.TrimSpace(raw), "#")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
 	want := 3
 	if temp {
 		want = 4
