@@ -863,7 +863,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		OpenFileLayout: b.openFileLayoutReadOnly, Offsets: b.qoffsets, Notifier: b.notifier,
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MultiDispatch: b.cfg.EnableLMQ && b.cfg.EnableMultiDispatch, MaxLagBytes: b.cfg.MaxDispatchLagBytes, BatchInterval: b.cfg.DispatchBatchInterval,
 		Hooks: hooks, CommitHook: b.txns.CommitHook(), Compaction: b.compaction, Logger: b.root, DelayLevels: b.delayLevels,
-		RecoveryStep: b.recoveryStep, NewTopic: b.newTopicHook(),
+		RecoveryStep: b.recoveryStep, NewTopic: b.newTopicHook(), Replica: b.isSlave(),
 	})
 	if err != nil {
 		return err

@@ -81,6 +81,13 @@ type DispatcherOptions struct {
 	// COMMIT (the committed copy of a transactional message), whatever its
 	// topic, in the same way as Hooks.
 	CommitHook Hook
+	// Replica marks a CommitLog written by another broker (a slave's,
+	// copied from its master): an entry below its queue's end whose
+	// record lies past the queue's last one starts the queue anew, as
+	// the master's deletion and creation of the topic did, and the queue
+	// is dropped before it is indexed (restart.go). Otherwise such an
+	// entry is kept out as already there.
+	Replica bool
 	// NewTopic, when set, is told each topic the dispatcher meets for the
 	// first time since it started (a slave's broker looks whether it has
 	// the topic's config yet): once for each topic whose name it keeps,
@@ -215,6 +222,14 @@ type Dispatcher struct {
 	arrivals arrivalRecords
 	topics   map[string]string // topic names handed to the records' decoder
 	decode   commitlog.DecodeOptions
+	// Under Replica (restart.go): stopAt, when past a batch's start,
+	// ends the batch before the record at that offset, which restarts
+	// its queue; readerAhead is set when a batch so ended, its reader
+	// having read that record already; lastRestart is the last restart
+	// made, not made twice.
+	stopAt      int64
+	readerAhead bool
+	lastRestart queueRestart
 }
 
 // maxDispatchTopics bounds the topic names the dispatcher keeps to hand
@@ -790,7 +805,7 @@ func (d *Dispatcher) run(ctx context.Context) {
 		}
 		start := time.Now()
 		n, err := d.dispatchBatch(r)
-		if errors.Is(err, errDeletedMidBatch) {
+		if errors.Is(err, errDeletedMidBatch) || errors.Is(err, errStopBeforeRestart) || errors.Is(err, errQueueRestarted) {
 			r.Close()
 			r = d.opts.Log.NewConfirmedReader(d.next.Load())
 			continue
@@ -824,6 +839,12 @@ func (d *Dispatcher) run(ctx context.Context) {
 			continue
 		}
 		backoff = 10 * time.Millisecond
+		if d.readerAhead {
+			d.readerAhead = false
+			r.Close()
+			r = d.opts.Log.NewConfirmedReader(d.next.Load())
+			continue
+		}
 		if n > 0 {
 			lastStart = time.Time{}
 			if d.opts.BatchInterval > 0 && n < d.opts.MaxBatchRecords {
@@ -937,6 +958,8 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	}()
 	// Records with an empty topic (noQueue): how many, the first's offset.
 	noTopic, firstNoTopic := 0, int64(0)
+	batchStart := d.next.Load()
+	stopped := false // at stopAt, whose record the reader has read
 	n := 0
 	for n < d.opts.MaxBatchRecords {
 		e, err := r.Next()
@@ -945,6 +968,10 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		}
 		if err != nil {
 			return 0, err
+		}
+		if d.stopAt > batchStart && e.Offset >= d.stopAt {
+			stopped = true
+			break
 		}
 		n++
 		m, err = commitlog.DecodeWith(e.Data, d.decode)
@@ -1001,8 +1028,16 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 		}
 	}
 	end := r.Offset()
+	if stopped {
+		end = d.stopAt
+	}
 	if end == d.next.Load() {
 		return n, nil // only blank fillers or nothing
+	}
+	if d.opts.Replica && len(entries) > 0 {
+		if err := d.checkRestart(entries, batchStart); err != nil {
+			return 0, err
+		}
 	}
 	if err := kb.flush(d.opts.DB, b); err != nil {
 		return 0, err
@@ -1069,6 +1104,7 @@ func (d *Dispatcher) dispatchBatch(r *commitlog.Reader) (int, error) {
 	// After the notifications: WaitFor's callers (tests among them) find
 	// the held requests of what they waited for already told.
 	d.next.Store(end)
+	d.readerAhead = stopped
 	d.wake(nil)
 	return n, nil
 }

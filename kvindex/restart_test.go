@@ -1,0 +1,156 @@
+package kvindex
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/commitlog"
+	"github.com/rocketkv/rocketkv/cq"
+)
+
+// appendAt appends a record of queue qid of topic at queue offset off, as
+// a replica's log holds its master's: the offset is the one given.
+func appendAt(t *testing.T, s *stack, topic string, qid int32, off int64, body string) int64 {
+	t.Helper()
+	m := &commitlog.Message{Topic: topic, QueueID: qid, QueueOffset: off, Body: []byte(body),
+		Properties: commitlog.FormatProperties(map[string]string{"TAGS": "t"}), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}
+	r, err := s.log.Append(context.Background(), commitlog.AppendRequest{Message: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.PhyOffset
+}
+
+// queuePhys returns the bounds of a queue and the records its entries
+// name.
+func queuePhys(t *testing.T, st cq.Store, topic string, qid int32) string {
+	t.Helper()
+	es, err := st.Get(topic, qid, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phys []int64
+	for _, e := range es {
+		phys = append(phys, e.PhyOffset)
+	}
+	return fmt.Sprint(bounds(t, st, topic, qid), phys)
+}
+
+// A replica's log in which the master deleted T and created it again: T/0
+// held offsets 0-2, and one more record at 3 came before the deletion;
+// the new T numbers T/0 from 0 again, and T/1, which had no entries, too.
+// Whether the records come in one batch (held behind a gate until all are
+// appended, so the restart is in its middle) or as they come, every
+// layout ends holding the new topic's records only, and a reopen changes
+// nothing.
+func TestReplicaIndexesATopicCreatedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		read, mirror string
+		held         bool
+	}{
+		{"kv, one batch", LayoutKV, "", true},
+		{"kv, as they come", LayoutKV, "", false},
+		{"kv and file, one batch", LayoutKV, LayoutFile, true},
+		{"file and kv, one batch", LayoutFile, LayoutKV, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newDispatchGate()
+			root := t.TempDir()
+			replica := func(o *DispatcherOptions) { o.Replica = true }
+			s := openStackWith(t, root, layoutsConfig(root), tc.read, tc.mirror, g.on("Gate"), replica)
+			for i := range 3 {
+				appendAt(t, s, "T", 0, int64(i), fmt.Sprint("old-", i))
+			}
+			s.catchUp(t)
+			if tc.held {
+				g.armed.Store(true)
+				appendAt(t, s, "Gate", 0, 0, "gate")
+				g.waitHeld(t)
+			}
+			appendAt(t, s, "T", 0, 3, "old-3")
+			new1 := appendAt(t, s, "T", 1, 0, "new-1-0")
+			new0 := []int64{appendAt(t, s, "T", 0, 0, "new-0-0"), appendAt(t, s, "T", 0, 1, "new-0-1")}
+			close(g.release)
+			s.catchUp(t)
+
+			want0, want1 := fmt.Sprint([2]int64{0, 2}, new0), fmt.Sprint([2]int64{0, 1}, []int64{new1})
+			check := func(when string) {
+				t.Helper()
+				for _, l := range []struct {
+					name string
+					st   cq.Store
+				}{{tc.read, s.store}, {tc.mirror, s.mirror}} {
+					if l.st == nil {
+						continue
+					}
+					if got := queuePhys(t, l.st, "T", 0); got != want0 {
+						t.Errorf("%s, %s: T/0 is %s, want %s (the new topic's records)", when, l.name, got, want0)
+					}
+					if got := queuePhys(t, l.st, "T", 1); got != want1 {
+						t.Errorf("%s, %s: T/1 is %s, want %s", when, l.name, got, want1)
+					}
+				}
+			}
+			check("dispatched")
+			s.close(t)
+			s = openStackWith(t, root, layoutsConfig(root), tc.read, tc.mirror, replica)
+			defer s.close(t)
+			check("reopened")
+			// The queue goes on from the new numbering.
+			want0 = fmt.Sprint([2]int64{0, 3}, append(new0, appendAt(t, s, "T", 0, 2, "new-0-2")))
+			s.catchUp(t)
+			check("one more")
+		})
+	}
+}
+
+// findRestart tells a queue started anew from a range dispatched again:
+// only an entry below its queue's end whose record lies past the record
+// of the queue's last entry (in the index or earlier in the batch)
+// restarts it.
+func TestFindRestart(t *testing.T) {
+	root := t.TempDir()
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, "", func(o *DispatcherOptions) { o.Replica = true })
+	defer s.close(t)
+	var p []int64
+	for i := range 3 {
+		p = append(p, appendAt(t, s, "T", 0, int64(i), fmt.Sprint("m-", i)))
+	}
+	s.catchUp(t)
+	past := s.log.MaxOffset() + 100 // a record after every one indexed
+	entry := func(qid int32, off, phy int64) cq.Dispatch {
+		return cq.Dispatch{Topic: "T", QueueID: qid, Entry: cq.Entry{QueueOffset: off, PhyOffset: phy, Size: 10}}
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []cq.Dispatch
+		want    int64 // offset of the restart's record, -1 for none
+	}{
+		{"the last entry dispatched again", []cq.Dispatch{entry(0, 2, p[2])}, -1},
+		{"a range dispatched again, then new", []cq.Dispatch{entry(0, 1, p[1]), entry(0, 2, p[2]), entry(0, 3, past)}, -1},
+		{"an earlier record at a lower offset", []cq.Dispatch{entry(0, 0, p[1])}, -1},
+		{"new entries", []cq.Dispatch{entry(0, 3, past), entry(0, 4, past+10)}, -1},
+		{"a queue not in the index", []cq.Dispatch{entry(7, 5, past)}, -1},
+		{"a later record at 0", []cq.Dispatch{entry(0, 0, past)}, past},
+		{"a later record at the last offset", []cq.Dispatch{entry(0, 2, past)}, past},
+		{"after an entry of the batch", []cq.Dispatch{entry(0, 3, past), entry(0, 0, past+10)}, past + 10},
+		{"after an entry of another queue", []cq.Dispatch{entry(1, 0, past), entry(0, 1, past+10)}, past + 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, found, err := s.disp.findRestart(tc.entries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := int64(-1)
+			if found {
+				got = r.phy
+			}
+			if got != tc.want {
+				t.Errorf("restart at %d (%+v), want %d", got, r, tc.want)
+			}
+		})
+	}
+}
