@@ -13,13 +13,7 @@ import (
 // those offsets, indexes the new messages in their place: a consumer of
 // the slave reads what the master acknowledged, not the deleted messages.
 func TestSlaveIndexesATopicTheMasterCreatedAgain(t *testing.T) {
-	ns := startTestNameServer(t)
-	addr := ns.Addr().String()
-	master := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr}))
-	slave := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr, "brokerRole": "SLAVE",
-		"brokerId": "1", "haMasterAddress": master.haServerAddr(), "slaveReadEnable": "true",
-		"slaveSyncIntervalMillis": "3600000"}))
-	waitFor(t, "the slave to know its master", func() bool { return slave.masterAddr() == master.Addr() })
+	master, slave := startMasterAndSlave(t, nil)
 	mc, sc := master.client(nil), slave.client(nil)
 	createTopic(t, mc, "Again", 1, 1)
 	for _, body := range []string{"old-0", "old-1", "old-2"} {

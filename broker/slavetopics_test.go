@@ -16,14 +16,8 @@ import (
 // master's tables at once. A message of a topic the slave has does not
 // make it copy them.
 func TestSlaveCopiesTheTopicOfANewReplicatedMessage(t *testing.T) {
-	ns := startTestNameServer(t)
-	addr := ns.Addr().String()
-	master := startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr}))
 	logs := &testutil.SyncBuffer{}
-	slave := startTestBrokerWith(t, t.TempDir(), withHA(map[string]string{"namesrvAddr": addr, "brokerRole": "SLAVE",
-		"brokerId": "1", "haMasterAddress": master.haServerAddr(), "slaveReadEnable": "true",
-		"slaveSyncIntervalMillis": "3600000"}), func(b *Broker) { b.log = zerolog.New(logs) })
-	waitFor(t, "the slave to know its master", func() bool { return slave.masterAddr() == master.Addr() })
+	master, slave := startMasterAndSlave(t, func(b *Broker) { b.log = zerolog.New(logs) })
 	const copied = "a replicated record names a topic this slave has no config for: copying the master's topics and groups now"
 
 	// Known is on both; its message makes the slave look, and find it.
@@ -57,4 +51,20 @@ func TestSlaveCopiesTheTopicOfANewReplicatedMessage(t *testing.T) {
 	if len(lines) != 1 || lines[0]["topic"] != "Fresh" {
 		t.Errorf("copies for new topics: %v, want one, for Fresh; log:\n%s", lines, logs.String())
 	}
+}
+
+// startMasterAndSlave starts a name server, a master and a slave reading
+// allowed, that replicates the master and knows its address; the slave's
+// full copy of the master's tables is an hour away. adjust, when not nil,
+// changes the slave before it starts.
+func startMasterAndSlave(t *testing.T, adjust func(*Broker)) (master, slave *testBroker) {
+	t.Helper()
+	ns := startTestNameServer(t)
+	addr := ns.Addr().String()
+	master = startTestBroker(t, withHA(map[string]string{"namesrvAddr": addr}))
+	slave = startTestBrokerWith(t, t.TempDir(), withHA(map[string]string{"namesrvAddr": addr, "brokerRole": "SLAVE",
+		"brokerId": "1", "haMasterAddress": master.haServerAddr(), "slaveReadEnable": "true",
+		"slaveSyncIntervalMillis": "3600000"}), adjust)
+	waitFor(t, "the slave to know its master", func() bool { return slave.masterAddr() == master.Addr() })
+	return master, slave
 }

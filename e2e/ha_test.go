@@ -33,6 +33,21 @@ func startSlave(t *testing.T, ns *namesrv, store string, args ...string) *broker
 	return b
 }
 
+// consumePromoted promotes slave the way RocketMQ's operators do it
+// (stopped, then started on its store as the master, brokerId 0), waits
+// until the name server routes topic to it and starts a push consumer of
+// group on topic from its first offset, returning what it receives.
+func consumePromoted(t *testing.T, ns *namesrv, slave *brokerProc, topic, group string) *collector {
+	t.Helper()
+	slave.stop(t)
+	promoted := startBroker(t, ns, brokerOpts{store: slave.store, sets: []string{"brokerRole=ASYNC_MASTER", "brokerId=0"}})
+	waitRoute(t, ns.addr, topic, promoted.name)
+	got := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	return got
+}
+
 func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
@@ -78,13 +93,7 @@ func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
 	want, _ := load.stopAndResults()
 	t.Logf("%d sends acknowledged before the master died", len(want))
 
-	// Promote the slave: same store, now the master.
-	slave.stop(t)
-	promoted := startBroker(t, ns, brokerOpts{store: slave.store, sets: []string{"brokerRole=ASYNC_MASTER", "brokerId=0"}})
-	waitRoute(t, ns.addr, topic, promoted.name)
-	got2 := newCollector()
-	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got2,
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got2 := consumePromoted(t, ns, slave, topic, group)
 	lost := got2.missingAfter(want, 90*time.Second)
 	seen := got2.snapshot()
 	var again []string

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/apache/rocketmq-client-go/v2/consumer"
 )
 
 // TestPromotedSlaveServesATopicCreatedAfterItsLastSync: a SYNC_MASTER
@@ -35,12 +33,7 @@ func TestPromotedSlaveServesATopicCreatedAfterItsLastSync(t *testing.T) {
 	slave.waitLog(t, "took over the master's topics", 30*time.Second)
 
 	master.kill()
-	slave.stop(t)
-	promoted := startBroker(t, ns, brokerOpts{store: slave.store, sets: []string{"brokerRole=ASYNC_MASTER", "brokerId=0"}})
-	waitRoute(t, ns.addr, topic, promoted.name)
-	got := newCollector()
-	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got := consumePromoted(t, ns, slave, topic, group)
 	want := make([]string, n)
 	for i := range want {
 		want[i] = "m-" + strconv.Itoa(i)
