@@ -6,12 +6,13 @@ import (
 	"time"
 )
 
-// A slave copies its master's topic table once a minute (slaveSyncLoop),
-// as RocketMQ's does. A topic created on the master in between is unknown
-// to the slave although its messages are replicated and indexed: pulls
-// from the slave are refused with TOPIC_NOT_EXIST, and a slave promoted
-// in controller mode does not serve the topic at all. If the master dies
-// before the next copy, they stay unreachable.
+// A slave copies its master's topic table every slaveSyncIntervalMillis,
+// a minute by default (slaveSyncLoop), as RocketMQ's does. A topic
+// created on the master in between is unknown to the slave although its
+// messages are replicated and indexed: pulls from the slave are refused
+// with TOPIC_NOT_EXIST, and a slave promoted in between (by its
+// controller, or restarted as the master) does not serve the topic at
+// all. If the master dies before the next copy, they stay unreachable.
 //
 // So a slave watches the topics its dispatcher meets (kvindex's NewTopic
 // hook): a replicated record of a topic the slave has no config for
@@ -19,8 +20,11 @@ import (
 // not at the next minute. The hook only notes the name (topicSightings);
 // the slave's sync loop looks the names up in the topic table and asks
 // the master, at most once per topicSightingGap, so a burst of new topics
-// costs one copy, and a topic the master has no config for either (a
-// light message queue, a topic it deleted) one lookup.
+// costs one copy. A topic the master has no config for either (one it
+// deleted) costs a lookup and a copy, which the tables' data versions
+// keep small when nothing changed. (Light message queues are not record
+// topics: a record names them in a property, and the hook never sees
+// them.)
 
 // topicSightingGap is the least time between two copies of the master's
 // tables made for topics the slave did not have.

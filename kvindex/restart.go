@@ -27,11 +27,11 @@ import (
 // queue that gets no record of the new topic keeps the old entries: what
 // was deleted on the master stays readable there until then.
 //
-// A crash in between is safe: the batch before the record commits with
-// the dispatched offset at the record, and the queue's drop is synced,
-// which makes that batch durable too. A start after the drop finds the
-// queue gone and indexes the record; a start before it finds the restart
-// again.
+// A crash in between is safe: a start whose dispatch resumes at the
+// record finds the queue gone (the drop is synced) and indexes the
+// record; one that dispatches earlier records again (their batches were
+// not synced) fills the queue with the old numbering again, or finds it
+// not yet dropped, and meets the restart again.
 //
 //	log:     ... T/0@3 (old) ... | T/0@0 (new) T/0@1 ...
 //	                              ^ restart: T/0 dropped, then indexed anew
