@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(childEnvCorrectMin); dir != "" {
 		os.Exit(runCorrectMinChild(dir))
 	}
+	if dir := os.Getenv(childEnvRestart); dir != "" {
+		os.Exit(runRestartChild(dir))
+	}
 	os.Exit(m.Run())
 }
 

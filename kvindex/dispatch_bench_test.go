@@ -59,7 +59,21 @@ type benchCompaction struct {
 	other bool
 }
 
-func benchDispatch(b *testing.B, n *Notifier, bc benchCompaction) {
+// BenchmarkDispatchReplica is BenchmarkDispatch on a slave (Replica: the
+// dispatcher looks each batch's queues up for a restart, and a NewTopic
+// hook notes the topic), against a master in the same run.
+func BenchmarkDispatchReplica(b *testing.B) {
+	b.Run("master", func(b *testing.B) { benchDispatch(b, nil, benchCompaction{}) })
+	b.Run("replica", func(b *testing.B) {
+		benchDispatch(b, nil, benchCompaction{}, func(o *DispatcherOptions) {
+			o.Replica, o.NewTopic = true, func(string) {}
+		})
+	})
+}
+
+// benchDispatch times the dispatch of b.N records; adjust changes the
+// dispatcher's options.
+func benchDispatch(b *testing.B, n *Notifier, bc benchCompaction, adjust ...func(*DispatcherOptions)) {
 	root := b.TempDir()
 	db, err := Open(Options{Dir: filepath.Join(root, DirName), Logger: zerolog.Nop()})
 	if err != nil {
@@ -107,7 +121,11 @@ func benchDispatch(b *testing.B, n *Notifier, bc benchCompaction) {
 		tc.Attributes[meta.AttrCleanupPolicy] = "COMPACTION"
 		compaction = NewCompaction(db, []meta.TopicConfig{tc})
 	}
-	disp, err := NewDispatcher(DispatcherOptions{Log: l, DB: db, Store: store, Offsets: offsets, Notifier: n, Compaction: compaction, Logger: zerolog.Nop()})
+	opts := DispatcherOptions{Log: l, DB: db, Store: store, Offsets: offsets, Notifier: n, Compaction: compaction, Logger: zerolog.Nop()}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	disp, err := NewDispatcher(opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -130,8 +130,9 @@ type DispatcherOptions struct {
 	PruneInterval time.Duration
 	Logger        zerolog.Logger
 	// RecoveryStep, when set, is called by Recover after each of its
-	// steps that changes the database, with the step's name: the seam of
-	// the crash tests that kill a broker in the middle of a recovery.
+	// steps that changes the database, and by dispatch after it dropped a
+	// replica's restarted queue (StepQueueRestarted), with the step's
+	// name: the seam of the crash tests that kill a broker in the middle.
 	RecoveryStep func(step string)
 }
 
@@ -144,6 +145,10 @@ const (
 	StepCopiesRestored      = "copies restored"
 	StepRestoresCleared     = "restores cleared"
 	StepDispatchedSet       = "dispatched set"
+	// StepQueueRestarted is dispatch's, not Recover's: a replica's queue
+	// dropped for the record that starts it anew, not yet indexed
+	// (restart.go).
+	StepQueueRestarted = "queue restarted"
 )
 
 // step tells RecoveryStep that Recover finished a step.

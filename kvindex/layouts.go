@@ -454,7 +454,7 @@ func (d *Dispatcher) fillLayout(l layout, from, to int64, deleted *deletedTopics
 	mark := from
 	put := func() error {
 		if len(entries) > 0 {
-			if err := l.store.Put(entries); err != nil {
+			if err := d.putLayout(l, entries); err != nil {
 				return fmt.Errorf("write %d entries to the %s ConsumeQueue: %w", len(entries), l.name, err)
 			}
 			clear(entries)

@@ -27,11 +27,13 @@ import (
 // queue that gets no record of the new topic keeps the old entries: what
 // was deleted on the master stays readable there until then.
 //
-// A crash in between is safe: a start whose dispatch resumes at the
-// record finds the queue gone (the drop is synced) and indexes the
-// record; one that dispatches earlier records again (their batches were
-// not synced) fills the queue with the old numbering again, or finds it
-// not yet dropped, and meets the restart again.
+// Every layout written is looked at, and a layout that catches up from
+// the CommitLog alone (fillLayout) drops the queue at the restart as
+// well (putLayout). So a crash in between is safe
+// (TestReplicaQueueRestartSurvivesSIGKILL): a start whose dispatch
+// resumes at the record finds the queue gone and indexes the record; a
+// layout that catches up from an earlier point fills the queue with the
+// old numbering again, and dispatch meets the restart there again.
 //
 //	log:     ... T/0@3 (old) ... | T/0@0 (new) T/0@1 ...
 //	                              ^ restart: T/0 dropped, then indexed anew
@@ -56,9 +58,28 @@ var errStopBeforeRestart = errors.New("a queue restarts within the dispatch batc
 var errQueueRestarted = errors.New("a queue restarted at the dispatch batch's first record")
 
 // findRestart returns the first entry of entries (in CommitLog order) that
-// starts its queue anew, if any. It reads each queue's end, and the last
-// entry of a queue one of entries lies below.
+// starts its queue anew in any of the layouts written, if any: after a
+// crash one layout may have the queue dropped and another, which caught
+// up from an earlier point, the old entries again.
 func (d *Dispatcher) findRestart(entries []cq.Dispatch) (queueRestart, bool, error) {
+	first, at := queueRestart{}, -1
+	for _, l := range d.layouts {
+		r, i, found, err := findRestartIn(l.store, entries)
+		if err != nil {
+			return queueRestart{}, false, err
+		}
+		if found && (at < 0 || i < at) {
+			first, at = r, i
+		}
+	}
+	return first, at >= 0, nil
+}
+
+// findRestartIn returns the first entry of entries (in CommitLog order)
+// that starts its queue anew in st, if any, and its index in entries. It
+// reads each queue's end, and the last entry of a queue one of entries
+// lies below.
+func findRestartIn(st cq.Store, entries []cq.Dispatch) (queueRestart, int, bool, error) {
 	type queueState struct {
 		end     int64
 		lastPhy int64 // -1: not read yet
@@ -69,9 +90,9 @@ func (d *Dispatcher) findRestart(entries []cq.Dispatch) (queueRestart, bool, err
 		q := queueIDOf(e.Topic, e.QueueID)
 		s := queues[q]
 		if s == nil {
-			end, err := d.opts.Store.MaxOffset(e.Topic, e.QueueID)
+			end, err := st.MaxOffset(e.Topic, e.QueueID)
 			if err != nil {
-				return queueRestart{}, false, fmt.Errorf("look for a restarted queue: %w", err)
+				return queueRestart{}, 0, false, fmt.Errorf("look for a restarted queue: %w", err)
 			}
 			s = &queueState{end: end, lastPhy: -1}
 			queues[q] = s
@@ -83,9 +104,9 @@ func (d *Dispatcher) findRestart(entries []cq.Dispatch) (queueRestart, bool, err
 			continue
 		}
 		if s.lastPhy < 0 {
-			last, err := d.opts.Store.Get(e.Topic, e.QueueID, s.end-1, 1)
+			last, err := st.Get(e.Topic, e.QueueID, s.end-1, 1)
 			if err != nil {
-				return queueRestart{}, false, fmt.Errorf("look for a restarted queue: %w", err)
+				return queueRestart{}, 0, false, fmt.Errorf("look for a restarted queue: %w", err)
 			}
 			if len(last) == 0 {
 				// No entry to compare with (the queue emptied by
@@ -96,10 +117,37 @@ func (d *Dispatcher) findRestart(entries []cq.Dispatch) (queueRestart, bool, err
 		}
 		if e.Entry.PhyOffset > s.lastPhy {
 			return queueRestart{topic: e.Topic, queueID: e.QueueID, offset: e.Entry.QueueOffset,
-				phy: e.Entry.PhyOffset, end: s.end, lastPhy: s.lastPhy}, true, nil
+				phy: e.Entry.PhyOffset, end: s.end, lastPhy: s.lastPhy}, i, true, nil
 		}
 	}
-	return queueRestart{}, false, nil
+	return queueRestart{}, 0, false, nil
+}
+
+// putLayout writes entries to one layout as dispatch would: under
+// Replica, a queue that restarts among them is dropped after the entries
+// before its restart are written, and the rest follow. A layout that
+// catches up from the CommitLog alone (fillLayout, no hooks, no batch of
+// the index to split) needs no more: the records stay in order.
+func (d *Dispatcher) putLayout(l layout, entries []cq.Dispatch) error {
+	for d.opts.Replica && len(entries) > 0 {
+		r, i, found, err := findRestartIn(l.store, entries)
+		if err != nil {
+			return err
+		}
+		if !found {
+			break
+		}
+		if err := l.store.Put(entries[:i]); err != nil {
+			return err
+		}
+		if err := l.drop(r); err != nil {
+			return err
+		}
+		d.log.Warn().Str("layout", l.name).Str("topic", r.topic).Int32("queue", r.queueID).Int64("offset", r.offset).
+			Int64("phy", r.phy).Msg("a replicated record starts its queue anew in a ConsumeQueue catching up: the queue's old entries are dropped")
+		entries = entries[i:]
+	}
+	return l.store.Put(entries)
 }
 
 // checkRestart is dispatchBatch's look for a restarted queue, before it
@@ -124,17 +172,26 @@ func (d *Dispatcher) checkRestart(entries []cq.Dispatch, batchStart int64) error
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
 	for _, l := range d.layouts {
-		if err := l.store.DeleteQueue(r.topic, r.queueID); err != nil {
-			return fmt.Errorf("drop %s/%d, restarted at %d by the record at %d, from the %s ConsumeQueue: %w",
-				r.topic, r.queueID, r.offset, r.phy, l.name, err)
+		if err := l.drop(r); err != nil {
+			return err
 		}
 	}
 	if d.opts.Offsets != nil {
 		d.opts.Offsets.Forget(r.topic, r.queueID)
 	}
 	d.lastRestart, d.stopAt = r, 0
+	d.step(StepQueueRestarted)
 	d.log.Warn().Str("topic", r.topic).Int32("queue", r.queueID).Int64("offset", r.offset).Int64("phy", r.phy).
 		Int64("end", r.end).Int64("lastPhy", r.lastPhy).
 		Msg("a replicated record starts its queue anew below the queue's end (the topic was deleted and created again on the master): the queue's old entries are dropped")
 	return errQueueRestarted
+}
+
+// drop deletes from l the queue r restarts.
+func (l layout) drop(r queueRestart) error {
+	if err := l.store.DeleteQueue(r.topic, r.queueID); err != nil {
+		return fmt.Errorf("drop %s/%d, restarted at %d by the record at %d, from the %s ConsumeQueue: %w",
+			r.topic, r.queueID, r.offset, r.phy, l.name, err)
+	}
+	return nil
 }

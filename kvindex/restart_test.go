@@ -154,3 +154,33 @@ func TestFindRestart(t *testing.T) {
 		})
 	}
 }
+
+// A layout that catches up from the CommitLog (a file ConsumeQueue added
+// to a replica's store that had only the Pebble one) passes a restart in
+// its range as dispatch did: it ends holding the new topic's records, as
+// the layout dispatch wrote.
+func TestReplicaLayoutCatchesUpAcrossARestart(t *testing.T) {
+	root := t.TempDir()
+	replica := func(o *DispatcherOptions) { o.Replica = true }
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, "", replica)
+	for i := range 3 {
+		appendAt(t, s, "T", 0, int64(i), fmt.Sprint("old-", i))
+	}
+	appendAt(t, s, "T", 0, 3, "old-3")
+	new0 := []int64{appendAt(t, s, "T", 0, 0, "new-0-0"), appendAt(t, s, "T", 0, 1, "new-0-1")}
+	s.catchUp(t)
+	s.close(t)
+
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile, replica)
+	defer s.close(t)
+	want := fmt.Sprint([2]int64{0, 2}, new0)
+	for _, l := range []struct {
+		name string
+		st   cq.Store
+	}{{LayoutKV, s.store}, {LayoutFile, s.mirror}} {
+		if got := queuePhys(t, l.st, "T", 0); got != want {
+			t.Errorf("%s: T/0 is %s, want %s (the new topic's records)", l.name, got, want)
+		}
+	}
+	s.agree(t)
+}
