@@ -864,6 +864,7 @@ func (b *Broker) openStores(ctx context.Context) error {
 		SkipKeyIndex: !b.cfg.MessageIndexEnable, MultiDispatch: b.cfg.EnableLMQ && b.cfg.EnableMultiDispatch, MaxLagBytes: b.cfg.MaxDispatchLagBytes, BatchInterval: b.cfg.DispatchBatchInterval,
 		Hooks: hooks, CommitHook: b.txns.CommitHook(), Compaction: b.compaction, Logger: b.root, DelayLevels: b.delayLevels,
 		RecoveryStep: b.recoveryStep, NewTopic: b.newTopicHook(), Replica: b.isSlave(),
+		QueueRestarted: b.queueRestartedHook(),
 	})
 	if err != nil {
 		return err

@@ -62,6 +62,10 @@ type replication struct {
 	// sightings are the topics a slave's dispatcher met, for its sync
 	// loop to look up (slavetopics.go); nil on a master.
 	sightings *topicSightings
+	// restarts are the queues a slave's dispatcher started anew while a
+	// step of a sync of the master's tables was under way
+	// (slaverestart.go); nil on a master.
+	restarts *queueRestarts
 	// master is a slave's kept connection to its master's Remoting
 	// address, for its syncs (see masterLink).
 	master masterLink

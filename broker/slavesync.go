@@ -172,6 +172,9 @@ func (b *Broker) runSyncSteps(ctx context.Context, masterAddr string, steps []sy
 	for _, s := range steps {
 		var body []byte
 		var err error
+		if b.repl.restarts != nil {
+			b.repl.restarts.take() // dropped already, before the step's fetch
+		}
 		if s.ask != nil {
 			body, err = s.ask(ctx, c)
 		} else {
@@ -182,6 +185,9 @@ func (b *Broker) runSyncSteps(ctx context.Context, masterAddr string, steps []sy
 		}
 		if err == nil && body != nil {
 			err = s.apply(body)
+			if err == nil {
+				err = b.dropRestartedAgain()
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("copy the %s of master %s: %w", s.what, masterAddr, err))

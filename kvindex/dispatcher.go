@@ -95,6 +95,12 @@ type DispatcherOptions struct {
 	// runs on the dispatcher's goroutine, in the middle of a batch, and
 	// must return at once.
 	NewTopic func(topic string)
+	// QueueRestarted, when set, is called under Replica for a queue a
+	// replicated record starts anew, before the queue is dropped (and
+	// again if a crash comes before the drop): the broker drops the
+	// consumer state of the old queue there. It runs on the dispatcher's
+	// goroutine; an error fails the batch, which is retried.
+	QueueRestarted func(topic string, queueID int32) error
 	// DelayLevels computes the tagsCode (delivery time) of
 	// SCHEDULE_TOPIC_XXXX records; RocketMQ's default levels when nil.
 	DelayLevels []time.Duration

@@ -729,11 +729,37 @@ func (s *PopStore) EachRequestMode(fn func(RequestMode) bool) error {
 // while (a failed one waits for the dispatcher), and so can this wait.
 // The caller deletes the topic's config first (see HoldTopic).
 func (s *PopStore) DeleteTopic(topic string) error {
+	if err := s.deleteConsumerState(topic, nil); err != nil {
+		return fmt.Errorf("delete the consumer state of %q: %w", topic, err)
+	}
+	return nil
+}
+
+// DeleteQueueState is DeleteTopic for one queue of topic: what every
+// group left of it, waiting for the topic's holds as DeleteTopic does.
+// A slave calls it when a replicated record starts the queue anew (its
+// master deleted the topic and created it again, deleting the topic's
+// consumer state with it, kvindex.DispatcherOptions.QueueRestarted):
+// the offsets and positions it kept number the old queue, and once
+// promoted it would skip the new topic's messages below them.
+func (s *PopStore) DeleteQueueState(topic string, queueID int32) error {
+	if err := s.deleteConsumerState(topic, binary.BigEndian.AppendUint32(nil, uint32(queueID))); err != nil {
+		return fmt.Errorf("delete the consumer state of %s/%d: %w", topic, queueID, err)
+	}
+	return nil
+}
+
+// deleteConsumerState deletes the consumer state of topic, of every
+// group, in one durable batch: of every queue when queue is nil, else of
+// the queue whose big-endian queueId it holds (keys continue group |
+// topic with the queue id in every keyspace it deletes from).
+func (s *PopStore) deleteConsumerState(topic string, queue []byte) error {
 	end := s.db.topicFence.exclude(topic)
 	defer end()
 	b := s.NewBatch()
 	defer b.Close()
 	err := s.eachGroupOfTopic(prefixPopCK, topic, func(it *pebble.Iterator, lo []byte) error {
+		lo = append(lo, queue...)
 		for ok := it.SeekGE(lo); ok && bytes.HasPrefix(it.Key(), lo); ok = it.Next() {
 			c, err := decodeCheckpoint(it.Key(), it.Value())
 			if err != nil {
@@ -754,6 +780,7 @@ func (s *PopStore) DeleteTopic(topic string) error {
 		// tombstone for each on every deletion would fill the memtable
 		// with fragments Pebble rebuilds for every read.
 		err = s.eachGroupOfTopic(p, topic, func(it *pebble.Iterator, lo []byte) error {
+			lo = append(lo, queue...)
 			if !it.SeekGE(lo) || !bytes.HasPrefix(it.Key(), lo) {
 				return nil
 			}
@@ -767,10 +794,7 @@ func (s *PopStore) DeleteTopic(topic string) error {
 	// deleted now.
 	s.db.positions.purge()
 	s.db.committed.purge()
-	if err != nil {
-		return fmt.Errorf("delete the consumer state of %q: %w", topic, err)
-	}
-	return nil
+	return err
 }
 
 // eachGroupOfTopic calls fn with the key prefix of each group's part of

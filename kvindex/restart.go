@@ -25,7 +25,10 @@ import (
 // before it, drops the queue from every layout and goes on from that
 // record, which starts the queue again at its offset (the master's). A
 // queue that gets no record of the new topic keeps the old entries: what
-// was deleted on the master stays readable there until then.
+// was deleted on the master stays readable there until then. Before the
+// drop the dispatcher tells DispatcherOptions.QueueRestarted, where the
+// broker drops the consumer offsets and pop state of the old queue, as
+// the master's deletion of the topic dropped them.
 //
 // Every layout written is looked at, and a layout that catches up from
 // the CommitLog alone (fillLayout) drops the queue at the restart as
@@ -168,6 +171,13 @@ func (d *Dispatcher) checkRestart(entries []cq.Dispatch, batchStart int64) error
 	if r.phy > batchStart {
 		d.stopAt = r.phy
 		return errStopBeforeRestart
+	}
+	if hook := d.opts.QueueRestarted; hook != nil {
+		// Before the drop: after it, a start would not meet the restart
+		// again.
+		if err := hook(r.topic, r.queueID); err != nil {
+			return fmt.Errorf("queue %s/%d restarted at %d by the record at %d: %w", r.topic, r.queueID, r.offset, r.phy, err)
+		}
 	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()

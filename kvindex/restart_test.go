@@ -2,8 +2,11 @@ package kvindex
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/commitlog"
@@ -183,4 +186,50 @@ func TestReplicaLayoutCatchesUpAcrossARestart(t *testing.T) {
 		}
 	}
 	s.agree(t)
+}
+
+// QueueRestarted hears of a restart before the queue is dropped (the old
+// entries are still there), with the queue's name; when it fails the
+// batch is not written and the restart is met again, and once it
+// succeeds it is not called again for that restart. A queue that gets its
+// first entry at offset 0 is no restart.
+func TestReplicaTellsOfARestartBeforeTheDrop(t *testing.T) {
+	root := t.TempDir()
+	var (
+		mu    sync.Mutex
+		calls []string
+	)
+	var s *stack
+	tell := func(o *DispatcherOptions) {
+		o.Replica = true
+		o.QueueRestarted = func(topic string, queueID int32) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, fmt.Sprintf("%s/%d %s", topic, queueID, queuePhys(t, s.store, topic, queueID)))
+			if len(calls) == 1 {
+				return errors.New("the first call fails")
+			}
+			return nil
+		}
+	}
+	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, "", tell)
+	defer s.close(t)
+	var old []int64
+	for i := range 2 {
+		old = append(old, appendAt(t, s, "T", 0, int64(i), fmt.Sprint("old-", i)))
+	}
+	s.catchUp(t)
+	appendAt(t, s, "T", 1, 0, "new-1-0")
+	new0 := appendAt(t, s, "T", 0, 0, "new-0-0")
+	s.catchUp(t)
+
+	oldQueue := fmt.Sprint("T/0 ", [2]int64{0, 2}, old)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{oldQueue, oldQueue}; !slices.Equal(calls, want) {
+		t.Errorf("QueueRestarted calls %q, want %q (a failed call, then one that drops)", calls, want)
+	}
+	if got, want := queuePhys(t, s.store, "T", 0), fmt.Sprint([2]int64{0, 1}, []int64{new0}); got != want {
+		t.Errorf("T/0 is %s, want %s", got, want)
+	}
 }

@@ -244,6 +244,16 @@ func (s *Service) SlaveTopicDeleted(topic string) error {
 	return s.forgetSlaveQueues(func(k queueKey) bool { return k.topic == topic })
 }
 
+// SlaveQueueRestarted is SlaveTopicDeleted for one queue of topic, which
+// a slave's replicated CommitLog started anew (its master deleted the
+// topic and created it again; kvindex.PopStore.DeleteQueueState removed
+// its state from the store).
+func (s *Service) SlaveQueueRestarted(topic string, queueID int32) error {
+	match := func(k queueKey) bool { return k.topic == topic && k.queueID == queueID }
+	s.handed.forget(match)
+	return s.forgetSlaveQueues(match)
+}
+
 // SlaveGroupOffsetsDeleted is SlaveTopicDeleted for a group deleted with
 // its offsets (DELETE_SUBSCRIPTIONGROUP with cleanOffset, RocketMQ's
 // removeOffset and clearInFlightMessageNumByGroupName): the group's
