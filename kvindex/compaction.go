@@ -383,6 +383,26 @@ func (c *Compaction) DropTopic(topic string) error {
 	return nil
 }
 
+// DropQueue deletes the copies and keys of one queue of topic, which a
+// replica's log starts anew (restart.go): the old topic's copies would be
+// read at the new topic's offsets, and its key entries, naming later
+// offsets than the new messages of their keys, would keep those from
+// being copied. The expiry entries stay, as DropTopic leaves them.
+func (c *Compaction) DropQueue(topic string, queueID int32) error {
+	b := c.db.pdb.NewBatch()
+	defer b.Close()
+	for _, p := range []byte{prefixCompacted, prefixCompactKey} {
+		qp := queuePrefix(p, topic, queueID)
+		if err := b.DeleteRange(qp, prefixEnd(qp), nil); err != nil {
+			return fmt.Errorf("compaction: drop queue %s/%d: %w", topic, queueID, err)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("compaction: drop queue %s/%d: %w", topic, queueID, err)
+	}
+	return nil
+}
+
 // CompactedKey names a key of a queue of a compacted topic.
 type CompactedKey struct {
 	Topic   string

@@ -581,7 +581,8 @@
 // message with the same KEYS value it supersedes. A pull of a compacted
 // topic reads these copies (the newest message of each key, plus what
 // 0x82 keeps) instead of the ConsumeQueue, as RocketMQ's compaction store
-// answers its getMessage. Deleted with the topic.
+// answers its getMessage. Deleted with the topic, and with the queue when
+// a replica's log starts it anew (restart.go).
 //
 // # 0x81 compaction key: the newest message of a key
 //
@@ -589,7 +590,7 @@
 //	value: queueOffset int64
 //
 // Written with each copy of a message that has a key, tombstones (empty
-// bodies) included; deleted with the topic, and with the tombstone it
+// bodies) included; deleted with the topic (or the queue, as 0x80), and with the tombstone it
 // names when that expires. A recovery that cuts the message an entry
 // names sets the value to the single byte 0x00 (restore pending) until
 // it has copied the key's message before again, so a crash in between

@@ -27,8 +27,9 @@ import (
 // queue that gets no record of the new topic keeps the old entries: what
 // was deleted on the master stays readable there until then. Before the
 // drop the dispatcher tells DispatcherOptions.QueueRestarted, where the
-// broker drops the consumer offsets and pop state of the old queue, as
-// the master's deletion of the topic dropped them.
+// broker drops the consumer offsets and pop state of the old queue, and
+// drops the queue's copies of a compacted topic, as the master's deletion
+// of the topic dropped them.
 //
 // Every layout written is looked at, and a layout that catches up from
 // the CommitLog alone (fillLayout) drops the queue at the restart as
@@ -181,6 +182,13 @@ func (d *Dispatcher) checkRestart(entries []cq.Dispatch, batchStart int64) error
 	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
+	if c := d.opts.Compaction; c != nil {
+		// Before the layouts too, and under writeMu, as the batches'
+		// copies are written.
+		if err := c.DropQueue(r.topic, r.queueID); err != nil {
+			return err
+		}
+	}
 	for _, l := range d.layouts {
 		if err := l.drop(r); err != nil {
 			return err

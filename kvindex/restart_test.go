@@ -233,3 +233,34 @@ func TestReplicaTellsOfARestartBeforeTheDrop(t *testing.T) {
 		t.Errorf("T/0 is %s, want %s", got, want)
 	}
 }
+
+// A replica's compacted topic created again: the old queue's copies go
+// with the restart, and so do its key entries, which named later offsets
+// than the new messages of their keys and would have kept them from
+// being copied.
+func TestReplicaCompactedQueueStartsAnew(t *testing.T) {
+	root := t.TempDir()
+	var c *Compaction
+	s := openStackWith(t, root, layoutsConfig(root), LayoutKV, "", withCompaction(&c), func(o *DispatcherOptions) { o.Replica = true })
+	defer s.close(t)
+	put := func(off int64, key, value string) {
+		t.Helper()
+		m := &commitlog.Message{Topic: "C", QueueID: 0, QueueOffset: off, Body: []byte(value),
+			Properties: commitlog.FormatProperties(map[string]string{"TAGS": "t", "KEYS": key}), BornHost: netip.MustParseAddrPort("127.0.0.1:1")}
+		if _, err := s.log.Append(context.Background(), commitlog.AppendRequest{Message: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(0, "a", "old-a")
+	put(1, "b", "old-b")
+	put(2, "a", "old-a2")
+	s.catchUp(t)
+	if got, want := compacted(t, c, "C"), "1:b=old-b 2:a=old-a2"; got != want {
+		t.Fatalf("copies before the restart: %s, want %s", got, want)
+	}
+	put(0, "a", "new-a")
+	s.catchUp(t)
+	if got, want := compacted(t, c, "C"), "0:a=new-a"; got != want {
+		t.Errorf("copies after the topic was created again: %s, want %s", got, want)
+	}
+}
