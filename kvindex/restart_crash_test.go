@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/internal/testutil"
 )
 
@@ -62,16 +61,6 @@ func TestReplicaQueueRestartSurvivesSIGKILL(t *testing.T) {
 	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile, replica)
 	defer s.close(t)
 	want0, want1 := fmt.Sprint([2]int64{0, 2}, new0), fmt.Sprint([2]int64{0, 1}, []int64{new1})
-	for _, l := range []struct {
-		name string
-		st   cq.Store
-	}{{LayoutKV, s.store}, {LayoutFile, s.mirror}} {
-		if got := queuePhys(t, l.st, "T", 0); got != want0 {
-			t.Errorf("%s: T/0 is %s after the kill, want %s (the new topic's records)", l.name, got, want0)
-		}
-		if got := queuePhys(t, l.st, "T", 1); got != want1 {
-			t.Errorf("%s: T/1 is %s after the kill, want %s", l.name, got, want1)
-		}
-	}
+	wantQueuesOfT(t, s, LayoutKV, LayoutFile, "after the kill", want0, want1)
 	s.agree(t)
 }

@@ -82,20 +82,7 @@ func TestReplicaIndexesATopicCreatedAgain(t *testing.T) {
 			want0, want1 := fmt.Sprint([2]int64{0, 2}, new0), fmt.Sprint([2]int64{0, 1}, []int64{new1})
 			check := func(when string) {
 				t.Helper()
-				for _, l := range []struct {
-					name string
-					st   cq.Store
-				}{{tc.read, s.store}, {tc.mirror, s.mirror}} {
-					if l.st == nil {
-						continue
-					}
-					if got := queuePhys(t, l.st, "T", 0); got != want0 {
-						t.Errorf("%s, %s: T/0 is %s, want %s (the new topic's records)", when, l.name, got, want0)
-					}
-					if got := queuePhys(t, l.st, "T", 1); got != want1 {
-						t.Errorf("%s, %s: T/1 is %s, want %s", when, l.name, got, want1)
-					}
-				}
+				wantQueuesOfT(t, s, tc.read, tc.mirror, when, want0, want1)
 			}
 			check("dispatched")
 			s.close(t)
@@ -177,15 +164,28 @@ func TestReplicaLayoutCatchesUpAcrossARestart(t *testing.T) {
 	s = openStackWith(t, root, layoutsConfig(root), LayoutKV, LayoutFile, replica)
 	defer s.close(t)
 	want := fmt.Sprint([2]int64{0, 2}, new0)
+	wantQueuesOfT(t, s, LayoutKV, LayoutFile, "caught up", want)
+	s.agree(t)
+}
+
+// wantQueuesOfT checks that each layout of s (the serving one named read,
+// the mirror, when there is one, named mirror) holds queue i of T as
+// queuePhys gives it, want[i].
+func wantQueuesOfT(t *testing.T, s *stack, read, mirror, when string, want ...string) {
+	t.Helper()
 	for _, l := range []struct {
 		name string
 		st   cq.Store
-	}{{LayoutKV, s.store}, {LayoutFile, s.mirror}} {
-		if got := queuePhys(t, l.st, "T", 0); got != want {
-			t.Errorf("%s: T/0 is %s, want %s (the new topic's records)", l.name, got, want)
+	}{{read, s.store}, {mirror, s.mirror}} {
+		if l.st == nil {
+			continue
+		}
+		for qid, w := range want {
+			if got := queuePhys(t, l.st, "T", int32(qid)); got != w {
+				t.Errorf("%s, %s: T/%d is %s, want %s (the new topic's records)", when, l.name, qid, got, w)
+			}
 		}
 	}
-	s.agree(t)
 }
 
 // QueueRestarted hears of a restart before the queue is dropped (the old
