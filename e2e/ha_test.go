@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,19 @@ func startSlave(t *testing.T, ns *namesrv, store string, args ...string) *broker
 	b := startBroker(t, ns, brokerOpts{store: store, sets: append([]string{"brokerRole=SLAVE", "brokerId=1"}, fastHA...), args: args})
 	b.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
 	return b
+}
+
+// startSyncMasterAndSlave starts a SYNC_MASTER (inSyncReplicas 2) of
+// broker-a and its SLAVE, whose copies of the master's tables are
+// syncEvery apart (slaveSyncIntervalMillis), and waits until the slave
+// replicates the master.
+func startSyncMasterAndSlave(t *testing.T, ns *namesrv, syncEvery time.Duration) (master, slave *brokerProc) {
+	t.Helper()
+	master = startBroker(t, ns, brokerOpts{sets: []string{"brokerRole=SYNC_MASTER", "inSyncReplicas=2", "haSendHeartbeatInterval=200"}})
+	slave = startBroker(t, ns, brokerOpts{store: t.TempDir() + "/slave", sets: []string{"brokerRole=SLAVE", "brokerId=1",
+		"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=" + strconv.FormatInt(syncEvery.Milliseconds(), 10)}})
+	slave.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	return master, slave
 }
 
 // consumePromoted promotes slave the way RocketMQ's operators do it

@@ -25,10 +25,7 @@ import (
 func TestPromotedSlaveDeliversATopicTheMasterCreatedAgain(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	master := startBroker(t, ns, brokerOpts{sets: []string{"brokerRole=SYNC_MASTER", "inSyncReplicas=2", "haSendHeartbeatInterval=200"}})
-	slave := startBroker(t, ns, brokerOpts{store: t.TempDir() + "/slave", sets: []string{"brokerRole=SLAVE", "brokerId=1",
-		"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=1000"}})
-	slave.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	master, slave := startSyncMasterAndSlave(t, ns, time.Second)
 
 	const topic, group, queues, n = "E2EAgain", "cg-again", 4, 40
 	createTopic(t, master.addr, topic, queues)

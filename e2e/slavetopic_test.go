@@ -19,10 +19,7 @@ import (
 func TestPromotedSlaveServesATopicCreatedAfterItsLastSync(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	master := startBroker(t, ns, brokerOpts{sets: []string{"brokerRole=SYNC_MASTER", "inSyncReplicas=2", "haSendHeartbeatInterval=200"}})
-	slave := startBroker(t, ns, brokerOpts{store: t.TempDir() + "/slave", sets: []string{"brokerRole=SLAVE", "brokerId=1",
-		"haSendHeartbeatInterval=200", "slaveSyncIntervalMillis=3600000"}})
-	slave.waitLog(t, "replicating the master's CommitLog", 30*time.Second)
+	master, slave := startSyncMasterAndSlave(t, ns, time.Hour)
 
 	const topic, group, n = "E2ENewOnMaster", "cg-new-on-master", 40
 	createTopic(t, master.addr, topic, 4)
