@@ -35,10 +35,7 @@ func pullKV(t *testing.T, c *remoting.Client, topic string) string {
 		next, _ := strconv.ParseInt(r.ExtFields["nextBeginOffset"], 10, 64)
 		switch r.Code {
 		case remoting.Success:
-			for _, m := range decodeRecords(t, r.Body) {
-				key, _ := commitlog.LookupProperty(m.Properties, "KEYS")
-				out = append(out, fmt.Sprintf("%d:%s=%s", m.QueueOffset, key, m.Body))
-			}
+			out = appendKV(t, out, r.Body)
 		case remoting.PullRetryImmediately:
 		default:
 			return strings.Join(out, " ")
@@ -209,6 +206,65 @@ func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 	if slave.compaction.Compacts("CT") {
 		t.Fatal("the slave still compacts the deleted topic")
 	}
+}
+
+// A compacted topic the master deletes and creates again between two of
+// its slave's copies of the tables: the slave's copies of the old topic
+// go with its queue's restart, so a pull of the slave reads the new
+// topic's messages, the first of a key the old topic had at a later
+// offset included.
+func TestSlaveCompactedTopicCreatedAgain(t *testing.T) {
+	master, slave := startMasterAndSlave(t, nil)
+	mc, sc := master.client(nil), slave.client(nil)
+	send := func(kvs ...string) {
+		t.Helper()
+		for _, kv := range kvs {
+			key, value, _ := strings.Cut(kv, "=")
+			mustSend(t, mc, "CT", 0, value, "KEYS\x01"+key+"\x02")
+		}
+		waitReplicated(t, master, slave)
+	}
+	createCompactedTopic(t, mc, "CT")
+	send("k0=r0", "k1=r0", "k0=r1")
+	syncSlave(t, slave, master)
+	if got, want := slaveKV(t, slave, sc, "CT"), "1:k1=r0 2:k0=r1"; got != want {
+		t.Fatalf("the slave's copies before the deletion: %s, want %s", got, want)
+	}
+	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "CT"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
+	}
+	createCompactedTopic(t, mc, "CT")
+	send("k0=n0")
+	want := pulledKV(t, master, mc, "CT")
+	if want != "0:k0=n0" {
+		t.Fatalf("the master serves %s after creating the topic again", want)
+	}
+	if got := slaveKV(t, slave, sc, "CT"); got != want {
+		t.Errorf("the slave serves %s, the master %s", got, want)
+	}
+}
+
+// slaveKV is pulledKV for a slave that knows its master, which answers a
+// pull at its queue's end PULL_RETRY_IMMEDIATELY: one pull from 0.
+func slaveKV(t *testing.T, slave *testBroker, c *remoting.Client, topic string) string {
+	t.Helper()
+	slave.caughtUp()
+	r := call(t, c, remoting.PullMessage, pullReq("reader", topic, 0, 0, 0, 0, "*"), nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("pull %s/0 at 0 from the slave: %d %s", topic, r.Code, r.Remark)
+	}
+	return strings.Join(appendKV(t, nil, r.Body), " ")
+}
+
+// appendKV appends the messages of a pull's body to out as
+// "offset:key=body".
+func appendKV(t *testing.T, out []string, body []byte) []string {
+	t.Helper()
+	for _, m := range decodeRecords(t, body) {
+		key, _ := commitlog.LookupProperty(m.Properties, "KEYS")
+		out = append(out, fmt.Sprintf("%d:%s=%s", m.QueueOffset, key, m.Body))
+	}
+	return out
 }
 
 // A pop of a compacted topic spans at most one checkpoint's offsets
