@@ -352,6 +352,28 @@ func (t *ConfigTable[T]) Each(fn func(T) bool) error {
 	return derr
 }
 
+// EachExcept is Each for the configs whose names keep does not hold:
+// only those are decoded, so a look for the few configs a table holds
+// that another does not costs a scan of the keys.
+func (t *ConfigTable[T]) EachExcept(keep map[string]bool, fn func(T) bool) error {
+	var derr error
+	err := t.db.Scan([]byte{t.prefix}, func(k, v []byte) bool {
+		if keep[string(k[1:])] {
+			return true
+		}
+		var c T
+		if err := json.Unmarshal(v, &c); err != nil {
+			derr = fmt.Errorf("decode %s %q: %w", t.what, k[1:], err)
+			return false
+		}
+		return fn(c)
+	})
+	if err != nil {
+		return err
+	}
+	return derr
+}
+
 // All returns every config in name order (Each collecting them), or ctx's
 // error when it ends first.
 func (t *ConfigTable[T]) All(ctx context.Context) ([]T, error) {

@@ -3,6 +3,8 @@ package kvindex
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -316,6 +318,29 @@ func TestConfigTableAll(t *testing.T) {
 	cancel()
 	if _, err := topics.All(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("All with a cancelled context: %v", err)
+	}
+}
+
+// EachExcept hands, in name order, the configs whose names are not kept
+// (a name that only starts like a kept one included).
+func TestConfigTableEachExcept(t *testing.T) {
+	db := openDBAt(t, t.TempDir())
+	topics, err := db.Topics(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(meta.NewTopicConfig("B", 1), meta.NewTopicConfig("A", 2), meta.NewTopicConfig("AA", 3), meta.NewTopicConfig("C", 4)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := topics.EachExcept(map[string]bool{"A": true, "C": true, "Z": true}, func(tc meta.TopicConfig) bool {
+		got = append(got, fmt.Sprint(tc.TopicName, "/", tc.WriteQueueNums))
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"AA/3", "B/1"}; !slices.Equal(got, want) {
+		t.Errorf("EachExcept handed %v, want %v", got, want)
 	}
 }
 

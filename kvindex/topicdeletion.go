@@ -286,7 +286,12 @@ func mustReread(gone, cur *deletedTopics, queues []pendingQueue, unqueued bool) 
 func (d *Dispatcher) DeleteTopic(topic string, drop func() error) error {
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
-	end := d.opts.Log.MaxOffset()
+	return d.deleteTopicAt(topic, d.opts.Log.MaxOffset(), drop)
+}
+
+// deleteTopicAt is DeleteTopic with the deletion at CommitLog offset end
+// (at most the log's end). The caller holds writeMu.
+func (d *Dispatcher) deleteTopicAt(topic string, end int64, drop func() error) error {
 	if err := d.opts.DB.recordTopicDeleted(topic, end); err != nil {
 		return err
 	}
