@@ -150,7 +150,16 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 
 // topicsStep copies the master's topic table when its version changed.
 func (b *Broker) topicsStep() syncStep {
-	return syncStep{"topics", remoting.GetAllTopicConfig, b.applyMasterTopics, false, askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)}
+	var seen masterSeen
+	ask := askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)
+	return syncStep{"topics", remoting.GetAllTopicConfig,
+		func(body []byte) error { return b.applyMasterTopics(body, seen) }, false,
+		func(ctx context.Context, c masterClient) ([]byte, error) {
+			seen = masterSeen{logEnd: b.clog.MaxOffset(), maxOffset: func(topic string, queueID int32) (int64, error) {
+				return askMasterMaxOffset(ctx, c, topic, queueID)
+			}}
+			return ask(ctx, c)
+		}}
 }
 
 // groupsStep copies the master's subscription groups when their version
@@ -583,8 +592,10 @@ func sameVersion(a, b meta.DataVersion) bool {
 }
 
 // applyMasterTopics replaces the topic table with the master's when the
-// master's dataVersion differs from ours.
-func (b *Broker) applyMasterTopics(body []byte) error {
+// master's dataVersion differs from ours, first dropping the queues of
+// the topics the master deleted (dropMasterDeletedTopics; seen is what
+// the step saw of the master when it asked).
+func (b *Broker) applyMasterTopics(body []byte, seen masterSeen) error {
 	topics, version, err := rmqconfig.ParseTopics(body)
 	if err != nil {
 		return err
@@ -594,6 +605,11 @@ func (b *Broker) applyMasterTopics(body []byte) error {
 	}
 	if sameVersion(b.topics.table.Version(), version) {
 		return nil
+	}
+	// Before the table, as the compaction's backfill below: a crash in
+	// between finds the topics to drop again at the next sync.
+	if err := b.dropMasterDeletedTopics(topics, seen); err != nil {
+		return err
 	}
 	// Before the table: a crash between the two leaves the topic
 	// uncompacted in the table, so the next sync copies its records again

@@ -317,7 +317,7 @@ func FuzzApplyMasterBodies(f *testing.F) {
 	b := startTestBroker(f, nil)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := b.topics.table.Version()
-		if b.applyMasterTopics(body) == nil {
+		if b.applyMasterTopics(body, masterSeen{}) == nil {
 			topics, version, err := rmqconfig.ParseTopics(body)
 			if err != nil {
 				t.Fatalf("%q applied, but does not parse: %v", body, err)

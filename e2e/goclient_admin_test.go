@@ -25,6 +25,16 @@ func newAdmin(t testing.TB, ns string) admin.Admin {
 	return adm
 }
 
+// deleteTopic deletes topic from broker and the name server at ns with
+// the Go admin client, as mqadmin deleteTopic does.
+func deleteTopic(t testing.TB, ns, broker, topic string) {
+	t.Helper()
+	if err := newAdmin(t, ns).DeleteTopic(context.Background(), admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(broker),
+		admin.WithNameSrvAddr([]string{ns})); err != nil {
+		t.Fatalf("delete topic %s: %v", topic, err)
+	}
+}
+
 // TestGoAdmin drives the Go client's admin API: CreateTopic makes a topic
 // with the queues and permission asked (the name server routes it, the
 // topic list and the publish queues list it, its cluster is the broker's);
@@ -102,10 +112,7 @@ func TestGoAdmin(t *testing.T) {
 		t.Errorf("subscription groups' data version %+v", subs.DataVersion)
 	}
 
-	if err := adm.DeleteTopic(ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(b.addr),
-		admin.WithNameSrvAddr([]string{ns.addr})); err != nil {
-		t.Fatalf("delete topic: %v", err)
-	}
+	deleteTopic(t, ns.addr, b.addr, topic)
 	if ri := topicRoute(t, ns.addr, topic); ri != nil {
 		t.Errorf("route of the deleted topic: %+v", ri)
 	}

@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
 )
 
@@ -47,11 +45,7 @@ func TestPromotedSlaveDeliversATopicTheMasterCreatedAgain(t *testing.T) {
 		})
 	}
 
-	adm := newAdmin(t, ns.addr)
-	if err := adm.DeleteTopic(context.Background(), admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(master.addr),
-		admin.WithNameSrvAddr([]string{ns.addr})); err != nil {
-		t.Fatalf("delete topic: %v", err)
-	}
+	deleteTopic(t, ns.addr, master.addr, topic)
 	createTopic(t, master.addr, topic, queues)
 	waitRoute(t, ns.addr, topic, master.name)
 	sendN(t, p, topic, "new-", n)
@@ -69,6 +63,47 @@ func TestPromotedSlaveDeliversATopicTheMasterCreatedAgain(t *testing.T) {
 	for body := range again.snapshot() {
 		if strings.HasPrefix(body, "old-") {
 			t.Errorf("the promoted slave delivered %s, a message of the deleted topic", body)
+		}
+	}
+}
+
+// TestPromotedSlaveForgetsATopicTheMasterDeleted: a topic's messages
+// reach the slave, and the topic is deleted with the Go admin client. The
+// slave drops the topic's queues at its next copy of the master's table.
+// The master is SIGKILLed, the slave promoted, and the topic created on
+// it again: a new group reading from the first offset gets the new
+// messages only. Apache RocketMQ's slave keeps the queues, and numbers
+// the new messages after the deleted ones, which such a group gets too.
+func TestPromotedSlaveForgetsATopicTheMasterDeleted(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	master, slave := startSyncMasterAndSlave(t, ns, time.Second)
+	const topic, queues, n = "E2EDeletedOnMaster", 4, 20
+	createTopic(t, master.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, master.name)
+	sendN(t, newProducer(t, ns.addr, "pg-deleted"), topic, "old-", n)
+	deleteTopic(t, ns.addr, master.addr, topic)
+	slave.waitLog(t, "the master deleted the topic; its queues", 30*time.Second)
+
+	master.kill()
+	slave.stop(t)
+	promoted := startBroker(t, ns, brokerOpts{store: slave.store, sets: []string{"brokerRole=ASYNC_MASTER", "brokerId=0"}})
+	createTopic(t, promoted.addr, topic, queues)
+	waitRoute(t, ns.addr, topic, promoted.name)
+	sendN(t, newProducer(t, ns.addr, "pg-deleted-again"), topic, "new-", n)
+	got := newCollector()
+	startPushConsumer(t, ns.addr, "cg-deleted-again", topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	want := make([]string, n)
+	for i := range want {
+		want[i] = "new-" + strconv.Itoa(i)
+	}
+	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
+		t.Errorf("%d messages of the topic created again not delivered: %v", len(lost), lost)
+	}
+	for body := range got.snapshot() {
+		if strings.HasPrefix(body, "old-") {
+			t.Errorf("the promoted slave delivered %s, a message of the topic its master deleted", body)
 		}
 	}
 }

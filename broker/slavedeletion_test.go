@@ -1,0 +1,133 @@
+package broker
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// sendOld sends n messages to each of the first queues of topic on the
+// master and waits until the slave indexed them and copied the tables.
+func sendOld(t *testing.T, master, slave *testBroker, topic string, queues, n int) {
+	t.Helper()
+	mc := master.client(nil)
+	createTopic(t, mc, topic, queues, queues)
+	for q := range queues {
+		for i := range n {
+			mustSend(t, mc, topic, int32(q), "old-"+strconv.Itoa(i), "")
+		}
+	}
+	waitReplicated(t, master, slave)
+	slave.caughtUp()
+	syncSlave(t, slave, master)
+}
+
+// slaveEnds returns the max offsets of the first queues of topic in the
+// slave's ConsumeQueue.
+func slaveEnds(t *testing.T, slave *testBroker, topic string, queues int) []int64 {
+	t.Helper()
+	ends := make([]int64, queues)
+	for q := range ends {
+		var err error
+		if ends[q], err = slave.cqs.MaxOffset(topic, int32(q)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ends
+}
+
+// A topic the master deleted goes from the slave with its next copy of
+// the master's table: its queues and its consumers' offsets, as the
+// master dropped them, so a slave promoted does not serve the deleted
+// messages once the topic is created on it again.
+func TestSlaveDropsATopicItsMasterDeleted(t *testing.T) {
+	master, slave := startMasterAndSlave(t, nil)
+	mc := master.client(nil)
+	sendOld(t, master, slave, "Gone", 2, 2)
+	commit(t, mc, "g", "Gone", 0, 2)
+	syncSlave(t, slave, master)
+	if got := slaveEnds(t, slave, "Gone", 2); got[0] != 2 || got[1] != 2 {
+		t.Fatalf("the slave's queues of Gone end at %v before the deletion", got)
+	}
+	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Gone"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
+	}
+	syncSlave(t, slave, master)
+	if got := slaveEnds(t, slave, "Gone", 2); got[0] != 0 || got[1] != 0 {
+		t.Errorf("the slave's queues of Gone end at %v after its copy of the master's table, want [0 0]", got)
+	}
+	if off, ok, err := slave.offsets.Get("g", "Gone", 0); err != nil || ok {
+		t.Errorf("the slave keeps offset %d (%v, %v) of g on Gone/0 after the master deleted the topic", off, ok, err)
+	}
+}
+
+// What a slave drops of a topic its master's table no longer lists is
+// bounded: a queue the topic, created again since the slave asked for
+// the table, already started anew stays, and so does every queue the
+// master says is not empty.
+func TestSlaveKeepsWhatTheMasterStillHoldsOfADeletedTopic(t *testing.T) {
+	master, slave := startMasterAndSlave(t, nil)
+	mc := master.client(nil)
+	sendOld(t, master, slave, "Again", 2, 2)
+	commit(t, mc, "g", "Again", 1, 2)
+	syncSlave(t, slave, master)
+	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Again"}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
+	}
+	r := call(t, mc, remoting.GetAllTopicConfig, nil, nil)
+	if r.Code != remoting.Success {
+		t.Fatalf("the master's topic table: %d %s", r.Code, r.Remark)
+	}
+	withoutAgain := r.Body
+	logEnd := slave.clog.MaxOffset()
+	// Created again, with a message in queue 0, which the slave indexes
+	// before it applies the table it asked for before.
+	createTopic(t, mc, "Again", 2, 2)
+	mustSend(t, mc, "Again", 0, "new-0", "")
+	waitReplicated(t, master, slave)
+	slave.caughtUp()
+	// What the master's consumer of the new topic commits, copied.
+	if err := slave.offsets.Set("g", "Again", 0, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	held := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return 3, nil }}
+	if err := slave.applyMasterTopics(withoutAgain, held); err != nil {
+		t.Fatal(err)
+	}
+	if got := slaveEnds(t, slave, "Again", 2); got[0] != 1 || got[1] != 2 {
+		t.Errorf("the slave's queues of Again end at %v after a table without it from a master holding them, want [1 2]", got)
+	}
+	// The table again as before the apply (Put moves its version on).
+	tc, ok, err := master.topics.table.Get("Again")
+	if err != nil || !ok {
+		t.Fatalf("the master's config of Again: %v %v", ok, err)
+	}
+	if err := slave.topics.table.Put(tc); err != nil {
+		t.Fatal(err)
+	}
+	empty := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return 0, nil }}
+	if err := slave.applyMasterTopics(withoutAgain, empty); err != nil {
+		t.Fatal(err)
+	}
+	if got := slaveEnds(t, slave, "Again", 2); got[0] != 1 || got[1] != 0 {
+		t.Errorf("the slave's queues of Again end at %v after a table without it, want [1 0]: queue 0 started anew after the table was asked for", got)
+	}
+	for _, q := range []struct {
+		queueID int32
+		want    string
+	}{{0, "1"}, {1, "none"}} {
+		off, ok, err := slave.offsets.Get("g", "Again", q.queueID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "none"
+		if ok {
+			got = strconv.FormatInt(off, 10)
+		}
+		if got != q.want {
+			t.Errorf("the slave's offset of g on Again/%d is %s, want %s", q.queueID, got, q.want)
+		}
+	}
+}
