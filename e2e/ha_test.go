@@ -62,6 +62,47 @@ func consumePromoted(t *testing.T, ns *namesrv, slave *brokerProc, topic, group 
 	return got
 }
 
+// consumeUntilSlaveHasOffsets consumes the n messages of topic (of
+// queues queues) with a push consumer of group, stops it once its
+// offsets are committed on the master and waits until the slave copied
+// them.
+func consumeUntilSlaveHasOffsets(t *testing.T, ns *namesrv, master, slave *brokerProc, group, topic string, queues, n int) {
+	t.Helper()
+	got := newCollector()
+	c := startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	got.waitDistinct(t, n, 60*time.Second)
+	waitCommitted(t, master.addr, group, topic, queues, 20*time.Second)
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for q := 0; q < queues; q++ {
+		want := committedOffset(t, master.addr, group, topic, q)
+		waitUntil(t, 20*time.Second, fmt.Sprintf("queue %d's committed offset %d on the slave", q, want), func() bool {
+			return committedOffset(t, slave.addr, group, topic, q) == want
+		})
+	}
+}
+
+// wantOnlyPrefixed checks that got receives every one of prefix-0 ...
+// prefix-(n-1) within 90 s, and no message whose body starts with
+// unwanted.
+func wantOnlyPrefixed(t *testing.T, got *collector, prefix string, n int, unwanted string) {
+	t.Helper()
+	want := make([]string, n)
+	for i := range want {
+		want[i] = prefix + strconv.Itoa(i)
+	}
+	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
+		t.Errorf("%d acknowledged messages not delivered: %v", len(lost), lost)
+	}
+	for body := range got.snapshot() {
+		if strings.HasPrefix(body, unwanted) {
+			t.Errorf("delivered %s, a message of a deleted topic", body)
+		}
+	}
+}
+
 func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
@@ -74,21 +115,7 @@ func TestSlaveKeepsWhatASyncMasterAcknowledged(t *testing.T) {
 
 	const n1 = 80
 	sendN(t, p, topic, "first-", n1)
-	got1 := newCollector()
-	c1 := startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got1,
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	got1.waitDistinct(t, n1, 60*time.Second)
-	waitCommitted(t, master.addr, group, topic, queues, 20*time.Second)
-	if err := c1.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	// The slave copies the committed offsets from its master.
-	for q := 0; q < queues; q++ {
-		want := committedOffset(t, master.addr, group, topic, q)
-		waitUntil(t, 20*time.Second, fmt.Sprintf("queue %d's committed offset %d on the slave", q, want), func() bool {
-			return committedOffset(t, slave.addr, group, topic, q) == want
-		})
-	}
+	consumeUntilSlaveHasOffsets(t, ns, master, slave, group, topic, queues, n1)
 
 	// A stream of sends; the slave and then the master die in its middle.
 	load := startSendLoop(t, "second-", func(body string) (*primitive.SendResult, error) {

@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,20 +27,7 @@ func TestPromotedSlaveDeliversATopicTheMasterCreatedAgain(t *testing.T) {
 	waitRoute(t, ns.addr, topic, master.name)
 	p := newProducer(t, ns.addr, "pg-again")
 	sendN(t, p, topic, "old-", n)
-	got := newCollector()
-	c := startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
-		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	got.waitDistinct(t, n, 60*time.Second)
-	waitCommitted(t, master.addr, group, topic, queues, 20*time.Second)
-	if err := c.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	for q := 0; q < queues; q++ {
-		want := committedOffset(t, master.addr, group, topic, q)
-		waitUntil(t, 20*time.Second, fmt.Sprintf("queue %d's committed offset %d on the slave", q, want), func() bool {
-			return committedOffset(t, slave.addr, group, topic, q) == want
-		})
-	}
+	consumeUntilSlaveHasOffsets(t, ns, master, slave, group, topic, queues, n)
 
 	deleteTopic(t, ns.addr, master.addr, topic)
 	createTopic(t, master.addr, topic, queues)
@@ -52,19 +36,7 @@ func TestPromotedSlaveDeliversATopicTheMasterCreatedAgain(t *testing.T) {
 	slave.waitLog(t, "the consumer offsets and pop state of the old queue are dropped", 30*time.Second)
 
 	master.kill()
-	again := consumePromoted(t, ns, slave, topic, group)
-	want := make([]string, n)
-	for i := range want {
-		want[i] = "new-" + strconv.Itoa(i)
-	}
-	if lost := again.missingAfter(want, 90*time.Second); len(lost) > 0 {
-		t.Errorf("%d acknowledged messages of the topic created again not delivered by the promoted slave: %v", len(lost), lost)
-	}
-	for body := range again.snapshot() {
-		if strings.HasPrefix(body, "old-") {
-			t.Errorf("the promoted slave delivered %s, a message of the deleted topic", body)
-		}
-	}
+	wantOnlyPrefixed(t, consumePromoted(t, ns, slave, topic, group), "new-", n, "old-")
 }
 
 // TestPromotedSlaveForgetsATopicTheMasterDeleted: a topic's messages
@@ -94,16 +66,5 @@ func TestPromotedSlaveForgetsATopicTheMasterDeleted(t *testing.T) {
 	got := newCollector()
 	startPushConsumer(t, ns.addr, "cg-deleted-again", topic, consumer.MessageSelector{}, got,
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
-	want := make([]string, n)
-	for i := range want {
-		want[i] = "new-" + strconv.Itoa(i)
-	}
-	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
-		t.Errorf("%d messages of the topic created again not delivered: %v", len(lost), lost)
-	}
-	for body := range got.snapshot() {
-		if strings.HasPrefix(body, "old-") {
-			t.Errorf("the promoted slave delivered %s, a message of the topic its master deleted", body)
-		}
-	}
+	wantOnlyPrefixed(t, got, "new-", n, "old-")
 }

@@ -337,19 +337,7 @@ func (t *ConfigTable[T]) commitWithVersion(b *pebble.Batch) error {
 // Each calls fn for every config in name order until fn returns false. It
 // reads the database, not the cache, and does not fill the cache.
 func (t *ConfigTable[T]) Each(fn func(T) bool) error {
-	var derr error
-	err := t.db.Scan([]byte{t.prefix}, func(k, v []byte) bool {
-		var c T
-		if err := json.Unmarshal(v, &c); err != nil {
-			derr = fmt.Errorf("decode %s %q: %w", t.what, k[1:], err)
-			return false
-		}
-		return fn(c)
-	})
-	if err != nil {
-		return err
-	}
-	return derr
+	return t.EachExcept(nil, fn)
 }
 
 // EachExcept is Each for the configs whose names keep does not hold:

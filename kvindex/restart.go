@@ -25,7 +25,9 @@ import (
 // before it, drops the queue from every layout and goes on from that
 // record, which starts the queue again at its offset (the master's). A
 // queue that gets no record of the new topic keeps the old entries: what
-// was deleted on the master stays readable there until then. Before the
+// was deleted on the master stays readable there until then, unless the
+// replica copied its master's topic table while the topic was gone
+// (DeleteReplicaTopic, replicatopic.go). Before the
 // drop the dispatcher tells DispatcherOptions.QueueRestarted, where the
 // broker drops the consumer offsets and pop state of the old queue, and
 // drops the queue's copies of a compacted topic, as the master's deletion
