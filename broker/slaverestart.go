@@ -12,8 +12,9 @@ import (
 // slave's copies of the offsets keep what the master no longer lists
 // (RocketMQ's putAll), so without more the slave would keep the old
 // queue's offsets for good, and a consumer of the slave promoted (its
-// master dead) would start below them no more: it would skip the new
-// topic's first messages, or every one of a queue its offset lies past.
+// master dead) would resume the new queue at the old offset: it would
+// skip the new topic's messages below it, every one of a queue whose
+// offset lies past them.
 //
 // So the dispatcher tells the slave's broker of each restart before it
 // drops the queue (DispatcherOptions.QueueRestarted; a crash before the
@@ -26,10 +27,10 @@ import (
 // A copy of the master's offsets fetched before the master deleted the
 // topic, and applied after the restart, would put the old offsets back.
 // The restarts noted while a step of a copy is under way are dropped
-// again after the step applied its table (runSyncSteps): a step fetched
-// after the restart brings the new topic's offsets, which that drops
-// until the next copy, so a consumer of the promoted slave in between
-// gets messages again rather than losing them.
+// again after the step applied its table (runSyncSteps). A step whose
+// fetch came after the restart brought the new topic's offsets instead,
+// which that drops too, until the next copy: a consumer of the slave
+// promoted in between gets messages again rather than losing them.
 
 // queueRestarts collects the queues the slave's dispatcher started anew
 // since the sync step under way began; the sync loop's steps run one at
