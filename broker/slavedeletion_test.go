@@ -92,41 +92,35 @@ func TestSlaveKeepsWhatTheMasterStillHoldsOfADeletedTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	held := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return 3, nil }}
-	if err := slave.applyMasterTopics(withoutAgain, held); err != nil {
-		t.Fatal(err)
-	}
-	if got := slaveEnds(t, slave, "Again", 2); got[0] != 1 || got[1] != 2 {
-		t.Errorf("the slave's queues of Again end at %v after a table without it from a master holding them, want [1 2]", got)
-	}
-	// The table again as before the apply (Put moves its version on).
+	// The table again as before an apply (Put moves its version on).
 	tc, ok, err := master.topics.table.Get("Again")
 	if err != nil || !ok {
 		t.Fatalf("the master's config of Again: %v %v", ok, err)
 	}
-	if err := slave.topics.table.Put(tc); err != nil {
-		t.Fatal(err)
-	}
-	empty := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return 0, nil }}
-	if err := slave.applyMasterTopics(withoutAgain, empty); err != nil {
-		t.Fatal(err)
-	}
-	if got := slaveEnds(t, slave, "Again", 2); got[0] != 1 || got[1] != 0 {
-		t.Errorf("the slave's queues of Again end at %v after a table without it, want [1 0]: queue 0 started anew after the table was asked for", got)
+	for _, step := range []struct {
+		masterEnd int64
+		want      [2]int64
+		why       string
+	}{
+		{3, [2]int64{1, 2}, "from a master holding them"},
+		{0, [2]int64{1, 0}, "from a master holding none: queue 0 started anew after the table was asked for"},
+	} {
+		if err := slave.topics.table.Put(tc); err != nil {
+			t.Fatal(err)
+		}
+		seen := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return step.masterEnd, nil }}
+		if err := slave.applyMasterTopics(withoutAgain, seen); err != nil {
+			t.Fatal(err)
+		}
+		if got := slaveEnds(t, slave, "Again", 2); [2]int64(got) != step.want {
+			t.Errorf("the slave's queues of Again end at %v after a table without it %s, want %v", got, step.why, step.want)
+		}
 	}
 	for _, q := range []struct {
 		queueID int32
 		want    string
 	}{{0, "1"}, {1, "none"}} {
-		off, ok, err := slave.offsets.Get("g", "Again", q.queueID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := "none"
-		if ok {
-			got = strconv.FormatInt(off, 10)
-		}
-		if got != q.want {
+		if got := heldOffset(t, slave, "g", "Again", q.queueID); got != q.want {
 			t.Errorf("the slave's offset of g on Again/%d is %s, want %s", q.queueID, got, q.want)
 		}
 	}

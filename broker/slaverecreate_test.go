@@ -73,17 +73,7 @@ func TestSlaveDropsTheOffsetsOfAQueueStartedAnew(t *testing.T) {
 	waitReplicated(t, master, slave)
 	slave.caughtUp()
 	syncSlave(t, slave, master)
-	offsetOf := func(topic string) string {
-		t.Helper()
-		off, ok, err := slave.offsets.Get("g", topic, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return "none"
-		}
-		return strconv.FormatInt(off, 10)
-	}
+	offsetOf := func(topic string) string { return heldOffset(t, slave, "g", topic, 0) }
 	if got := offsetOf("Again"); got != "3" {
 		t.Fatalf("the slave's offset of g on Again/0 is %s before the deletion, want the master's 3", got)
 	}
@@ -144,6 +134,20 @@ func TestSlaveDropsAgainWhatACopyFetchedBeforeARestartPutBack(t *testing.T) {
 	if off, ok, err := slave.offsets.Get("g", "Again", 0); err != nil || !ok || off != 3 {
 		t.Errorf("the slave holds offset %d (%v, %v) of g on Again/0 after a step that began after the restart, want 3", off, ok, err)
 	}
+}
+
+// heldOffset returns the offset b holds for group on a queue, or
+// "none".
+func heldOffset(t *testing.T, b *testBroker, group, topic string, queueID int32) string {
+	t.Helper()
+	off, ok, err := b.offsets.Get(group, topic, queueID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return "none"
+	}
+	return strconv.FormatInt(off, 10)
 }
 
 // slaveBodies pulls queue 0 of topic from offset 0 in one pull (a slave
