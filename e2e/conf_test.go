@@ -25,6 +25,9 @@ func TestRocketMQTunedBrokerConf(t *testing.T) {
 	if n := b.countLog("unknown configuration key"); n != 0 {
 		t.Fatalf("%d keys of the file reported unknown (log below)", n)
 	}
+	// The line naming the store type ends Start, which may log it after
+	// the first registration startBroker waits for.
+	b.waitLog(t, `"message":"broker started"`, 30*time.Second)
 	if b.countLog(`"storeType":"file"`) == 0 {
 		t.Fatal("storeType=default did not start the file ConsumeQueue (log below)")
 	}
