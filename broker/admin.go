@@ -385,23 +385,30 @@ func (b *Broker) deleteTopic(topic string) error {
 	b.deletionStep(stepTopicQueuesDropped)
 	b.stats.TopicDeleted(topic)
 	b.metrics.TopicDeleted(topic)
-	b.pulled.forget(func(q groupQueue) bool { return q.topic == topic })
-	// A topic created again numbers its queues from 0: a stale position
-	// or offset past their end would skip its messages, and revive would
-	// read its messages at the offsets of checkpoints left.
-	if err := b.db.Pop().DeleteTopic(topic); err != nil {
+	if err := b.dropTopicConsumerState(topic); err != nil {
 		return err
-	}
-	// And what a slave's own pops keep of it in memory: its in-flight
-	// count, as RocketMQ's deleteTopic clears its
-	// PopInflightMessageCounter, its own offsets and orderly batches.
-	if svc := b.popSvc; svc != nil {
-		if err := svc.SlaveTopicDeleted(topic); err != nil {
-			return err
-		}
 	}
 	b.deletionStep(stepTopicConsumerStateDeleted)
 	return b.db.EndTopicDeletion(topic)
+}
+
+// dropTopicConsumerState deletes what the consumers of topic left, of
+// every group: its pull offsets, its consumer state in the store
+// (kvindex.PopStore.DeleteTopic) and what a slave's own pops keep of it
+// in memory. A topic created again numbers its queues from 0: a stale
+// position or offset past their end would skip its messages, and revive
+// would read its messages at the offsets of checkpoints left. The slave's
+// in-memory part is its in-flight count (as RocketMQ's deleteTopic clears
+// its PopInflightMessageCounter), its own offsets and orderly batches.
+func (b *Broker) dropTopicConsumerState(topic string) error {
+	b.pulled.forget(func(q groupQueue) bool { return q.topic == topic })
+	if err := b.db.Pop().DeleteTopic(topic); err != nil {
+		return err
+	}
+	if svc := b.reviving.Load(); svc != nil {
+		return svc.SlaveTopicDeleted(topic)
+	}
+	return nil
 }
 
 // The steps of a topic deletion, each a commit of its own, for crash

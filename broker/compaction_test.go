@@ -196,9 +196,7 @@ func TestSlaveCopiesACompactedTopicItLearnsOfLate(t *testing.T) {
 	}
 	// The master deletes the topic: the slave drops its copies at the
 	// next sync.
-	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "CT"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
-	}
+	mustDeleteTopic(t, mc, "CT")
 	syncSlave(t, slave, master)
 	if off, ok, err := slave.compaction.MinOffset("CT", 0); ok || err != nil {
 		t.Fatalf("a copy at %d outlived the master's deletion of the topic on the slave (%v)", off, err)
@@ -230,9 +228,7 @@ func TestSlaveCompactedTopicCreatedAgain(t *testing.T) {
 	if got, want := slaveKV(t, slave, sc, "CT"), "1:k1=r0 2:k0=r1"; got != want {
 		t.Fatalf("the slave's copies before the deletion: %s, want %s", got, want)
 	}
-	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "CT"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
-	}
+	mustDeleteTopic(t, mc, "CT")
 	createCompactedTopic(t, mc, "CT")
 	send("k0=n0")
 	want := pulledKV(t, master, mc, "CT")

@@ -117,15 +117,9 @@ func (b *Broker) dropDeletedTopicConsumerState(topic string, dropped []int32, wh
 		}
 		return nil
 	}
-	if err := b.db.Pop().DeleteTopic(topic); err != nil {
+	if err := b.dropTopicConsumerState(topic); err != nil {
 		return err
 	}
-	if svc := b.reviving.Load(); svc != nil {
-		if err := svc.SlaveTopicDeleted(topic); err != nil {
-			return err
-		}
-	}
-	b.pulled.forget(func(q groupQueue) bool { return q.topic == topic })
 	b.resets.forgetTopic(topic)
 	return nil
 }

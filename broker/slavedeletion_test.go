@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 
@@ -50,9 +51,7 @@ func TestSlaveDropsATopicItsMasterDeleted(t *testing.T) {
 	if got := slaveEnds(t, slave, "Gone", 2); got[0] != 2 || got[1] != 2 {
 		t.Fatalf("the slave's queues of Gone end at %v before the deletion", got)
 	}
-	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Gone"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
-	}
+	mustDeleteTopic(t, mc, "Gone")
 	syncSlave(t, slave, master)
 	if got := slaveEnds(t, slave, "Gone", 2); got[0] != 0 || got[1] != 0 {
 		t.Errorf("the slave's queues of Gone end at %v after its copy of the master's table, want [0 0]", got)
@@ -72,9 +71,7 @@ func TestSlaveKeepsWhatTheMasterStillHoldsOfADeletedTopic(t *testing.T) {
 	sendOld(t, master, slave, "Again", 2, 2)
 	commit(t, mc, "g", "Again", 1, 2)
 	syncSlave(t, slave, master)
-	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Again"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
-	}
+	mustDeleteTopic(t, mc, "Again")
 	r := call(t, mc, remoting.GetAllTopicConfig, nil, nil)
 	if r.Code != remoting.Success {
 		t.Fatalf("the master's topic table: %d %s", r.Code, r.Remark)
@@ -99,21 +96,27 @@ func TestSlaveKeepsWhatTheMasterStillHoldsOfADeletedTopic(t *testing.T) {
 	}
 	for _, step := range []struct {
 		masterEnd int64
+		masterErr error
 		want      [2]int64
 		why       string
 	}{
-		{3, [2]int64{1, 2}, "from a master holding them"},
-		{0, [2]int64{1, 0}, "from a master holding none: queue 0 started anew after the table was asked for"},
+		{0, errors.New("no answer"), [2]int64{1, 2}, "from a master that does not say how far its queues go"},
+		{3, nil, [2]int64{1, 2}, "from a master holding them"},
+		{0, nil, [2]int64{1, 0}, "from a master holding none: queue 0 started anew after the table was asked for"},
 	} {
 		if err := slave.topics.table.Put(tc); err != nil {
 			t.Fatal(err)
 		}
-		seen := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return step.masterEnd, nil }}
+		seen := masterSeen{logEnd: logEnd, maxOffset: func(string, int32) (int64, error) { return step.masterEnd, step.masterErr }}
 		if err := slave.applyMasterTopics(withoutAgain, seen); err != nil {
-			t.Fatal(err)
+			t.Fatalf("apply a table without Again %s: %v", step.why, err)
 		}
 		if got := slaveEnds(t, slave, "Again", 2); [2]int64(got) != step.want {
 			t.Errorf("the slave's queues of Again end at %v after a table without it %s, want %v", got, step.why, step.want)
+		}
+		// The table is the master's whatever was dropped.
+		if _, ok, err := slave.topics.table.Get("Again"); err != nil || ok {
+			t.Errorf("the slave still holds Again's config after a table without it %s (%v)", step.why, err)
 		}
 	}
 	for _, q := range []struct {

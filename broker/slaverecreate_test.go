@@ -30,9 +30,7 @@ func TestSlaveIndexesATopicTheMasterCreatedAgain(t *testing.T) {
 		t.Fatalf("the slave serves %q before the deletion", got)
 	}
 
-	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Again"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
-	}
+	mustDeleteTopic(t, mc, "Again")
 	createTopic(t, mc, "Again", 1, 1)
 	for _, body := range []string{"new-0", "new-1"} {
 		mustSend(t, mc, "Again", 0, body, "")
@@ -78,9 +76,7 @@ func TestSlaveDropsTheOffsetsOfAQueueStartedAnew(t *testing.T) {
 		t.Fatalf("the slave's offset of g on Again/0 is %s before the deletion, want the master's 3", got)
 	}
 
-	if r := call(t, mc, remoting.DeleteTopicInBroker, map[string]string{"topic": "Again"}, nil); r.Code != remoting.Success {
-		t.Fatalf("delete the topic on the master: %d %s", r.Code, r.Remark)
-	}
+	mustDeleteTopic(t, mc, "Again")
 	createTopic(t, mc, "Again", 1, 1)
 	for i := range 5 {
 		mustSend(t, mc, "Again", 0, fmt.Sprint("new-", i), "")
@@ -133,6 +129,15 @@ func TestSlaveDropsAgainWhatACopyFetchedBeforeARestartPutBack(t *testing.T) {
 	}
 	if off, ok, err := slave.offsets.Get("g", "Again", 0); err != nil || !ok || off != 3 {
 		t.Errorf("the slave holds offset %d (%v, %v) of g on Again/0 after a step that began after the restart, want 3", off, ok, err)
+	}
+}
+
+// mustDeleteTopic deletes topic on the broker c is connected to
+// (DELETE_TOPIC_IN_BROKER) and fails unless it succeeded.
+func mustDeleteTopic(t *testing.T, c *remoting.Client, topic string) {
+	t.Helper()
+	if r := call(t, c, remoting.DeleteTopicInBroker, map[string]string{"topic": topic}, nil); r.Code != remoting.Success {
+		t.Fatalf("delete topic %s: %d %s", topic, r.Code, r.Remark)
 	}
 }
 
