@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
@@ -78,20 +81,14 @@ func (b *Broker) dropMasterDeletedTopics(topics []meta.TopicConfig, seen masterS
 // topic's queues leaves the topic as it is.
 func (b *Broker) dropMasterDeletedTopic(tc meta.TopicConfig, seen masterSeen) error {
 	topic := tc.TopicName
-	var empty []int32
 	queues := max(tc.ReadQueueNums, tc.WriteQueueNums)
-	for qid := range int32(queues) {
-		n, err := seen.maxOffset(topic, qid)
-		if err != nil {
-			// Not a reason to keep the master's table from the slave:
-			// the queues stay, as Apache RocketMQ's slave keeps them.
-			b.log.Warn().Err(err).Str("topic", topic).Int32("queue", qid).
-				Msg("slave: the master deleted the topic, but did not say whether the queue is empty; the topic's queues are kept")
-			return nil
-		}
-		if n == 0 {
-			empty = append(empty, qid)
-		}
+	empty, err := masterEmptyQueues(topic, queues, seen.maxOffset)
+	if err != nil {
+		// Not a reason to keep the master's table from the slave: the
+		// queues stay, as Apache RocketMQ's slave keeps them.
+		b.log.Warn().Err(err).Str("topic", topic).
+			Msg("slave: the master deleted the topic, but did not say whether its queues are empty; the topic's queues are kept")
+		return nil
 	}
 	dropped, err := b.disp.DeleteReplicaTopic(topic, seen.logEnd, empty)
 	if err != nil {
@@ -103,6 +100,46 @@ func (b *Broker) dropMasterDeletedTopic(tc meta.TopicConfig, seen masterSeen) er
 	b.log.Info().Str("topic", topic).Ints32("dropped", dropped).Int("masterEmpty", len(empty)).Int64("below", seen.logEnd).
 		Msg("slave: the master deleted the topic; its queues dropped here go with their consumers' offsets and pop state")
 	return nil
+}
+
+// maxOffsetAsksInFlight bounds the GET_MAX_OFFSET requests a slave has
+// in flight to its master for one deleted topic: a topic of a thousand
+// queues costs a few dozen round trips, not a thousand.
+const maxOffsetAsksInFlight = 32
+
+// masterEmptyQueues asks the master for the max offset of each of the
+// topic's queues, several at a time, and returns the ids of those it
+// says are empty, in order. The first error ends it: no more asks are
+// sent and the error is returned.
+func masterEmptyQueues(topic string, queues int, maxOffset func(string, int32) (int64, error)) ([]int32, error) {
+	ends := make([]int64, queues)
+	var asks errgroup.Group
+	asks.SetLimit(maxOffsetAsksInFlight)
+	var failed atomic.Bool
+	for qid := range int32(queues) {
+		asks.Go(func() error {
+			if failed.Load() {
+				return nil
+			}
+			n, err := maxOffset(topic, qid)
+			if err != nil {
+				failed.Store(true)
+				return fmt.Errorf("the master's max offset of %s/%d: %w", topic, qid, err)
+			}
+			ends[qid] = n
+			return nil
+		})
+	}
+	if err := asks.Wait(); err != nil {
+		return nil, err
+	}
+	var empty []int32
+	for qid, n := range ends {
+		if n == 0 {
+			empty = append(empty, int32(qid))
+		}
+	}
+	return empty, nil
 }
 
 // dropDeletedTopicConsumerState drops what consumers left of the queues

@@ -2,8 +2,13 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -126,5 +131,72 @@ func TestSlaveKeepsWhatTheMasterStillHoldsOfADeletedTopic(t *testing.T) {
 		if got := heldOffset(t, slave, "g", "Again", q.queueID); got != q.want {
 			t.Errorf("the slave's offset of g on Again/%d is %s, want %s", q.queueID, got, q.want)
 		}
+	}
+}
+
+// The slave asks the master about a deleted topic's queues several at a
+// time, never more than maxOffsetAsksInFlight, and names the empty ones
+// in order.
+func TestMasterEmptyQueuesAsksSeveralAtATime(t *testing.T) {
+	const queues = 1000
+	var inFlight, most atomic.Int32
+	overlapped := make(chan struct{})
+	var overlapOnce sync.Once
+	empty, err := masterEmptyQueues("Gone", queues, func(topic string, qid int32) (int64, error) {
+		if topic != "Gone" {
+			return 0, fmt.Errorf("asked about %s", topic)
+		}
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if n > 1 {
+			overlapOnce.Do(func() { close(overlapped) })
+		}
+		select {
+		case <-overlapped:
+		case <-time.After(10 * time.Second):
+			return 0, errors.New("no other ask came while this one was in flight")
+		}
+		time.Sleep(time.Millisecond) // a round trip, while more asks come
+		if qid%3 == 0 {
+			return 0, nil
+		}
+		return int64(qid), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(empty) != (queues+2)/3 {
+		t.Fatalf("%d queues named empty, want %d", len(empty), (queues+2)/3)
+	}
+	for i, qid := range empty {
+		if qid != int32(3*i) {
+			t.Fatalf("empty queue %d is %d, want %d (every third, in order)", i, qid, 3*i)
+		}
+	}
+	if m := most.Load(); m > maxOffsetAsksInFlight {
+		t.Errorf("%d asks were in flight at once, want at most %d", m, maxOffsetAsksInFlight)
+	}
+}
+
+// A master that does not answer for one queue ends the asks: the topic is
+// kept, and a master gone away is not asked about the queues left.
+func TestMasterEmptyQueuesStopsAtTheFirstError(t *testing.T) {
+	const queues = 1000
+	var asked atomic.Int32
+	_, err := masterEmptyQueues("Gone", queues, func(_ string, qid int32) (int64, error) {
+		asked.Add(1)
+		if qid == 0 {
+			return 0, errors.New("no answer")
+		}
+		time.Sleep(2 * time.Millisecond) // a round trip
+		return 0, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "Gone/0") || !strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("error %v, want the master's missing answer about Gone/0", err)
+	}
+	if n := asked.Load(); n >= queues {
+		t.Errorf("the master was asked about %d queues after it failed to answer for the first, want fewer than %d", n, queues)
 	}
 }
