@@ -611,6 +611,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.completeTopicDeletions(); err != nil {
 		return err
 	}
+	if err := b.slaveTopicsAtStart(); err != nil {
+		return err
+	}
 	if err := b.importRocketMQPop(); err != nil {
 		return err
 	}

@@ -3,11 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
-	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
 
@@ -39,30 +37,16 @@ func (b *Broker) processCleanUnusedTopic(_ context.Context, conn *remoting.Conn,
 // holds queues of while the topic table has no config for them, system
 // and LMQ topics left out.
 func (b *Broker) unusedTopics() ([]string, error) {
-	seen := map[string]bool{}
-	for _, s := range []cq.Store{b.cqs, b.cqMirror} {
-		if s == nil {
-			continue
-		}
-		if err := s.Queues(func(topic string, _ int32) bool {
-			seen[topic] = true
-			return true
-		}); err != nil {
-			return nil, fmt.Errorf("list the ConsumeQueue's topics: %w", err)
-		}
+	topics, err := b.topicsWithoutConfig(b.cqs, b.cqMirror)
+	if err != nil {
+		return nil, err
 	}
 	var unused []string
-	for topic := range seen {
-		if b.isSystemTopic(topic) || meta.IsLMQ(topic) {
-			continue
-		}
-		if _, ok, err := b.topics.table.Get(topic); err != nil {
-			return nil, err
-		} else if !ok {
-			unused = append(unused, topic)
+	for _, t := range topics {
+		if !b.isSystemTopic(t.name) {
+			unused = append(unused, t.name)
 		}
 	}
-	slices.Sort(unused)
 	return unused, nil
 }
 

@@ -149,16 +149,28 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 }
 
 // topicsStep copies the master's topic table when its version changed.
+// Once the slave's table is the master's (copied, or unchanged), it
+// covers every topic with a record below the log end before the ask
+// (slaveTopicsCopied).
 func (b *Broker) topicsStep() syncStep {
 	var seen masterSeen
 	ask := askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)
 	return syncStep{"topics", remoting.GetAllTopicConfig,
-		func(body []byte) error { return b.applyMasterTopics(body, seen) }, false,
+		func(body []byte) error {
+			if err := b.applyMasterTopics(body, seen); err != nil {
+				return err
+			}
+			return b.slaveTopicsCopied(seen.logEnd)
+		}, false,
 		func(ctx context.Context, c masterClient) ([]byte, error) {
 			seen = masterSeen{logEnd: b.clog.MaxOffset(), maxOffset: func(topic string, queueID int32) (int64, error) {
 				return askMasterMaxOffset(ctx, c, topic, queueID)
 			}}
-			return ask(ctx, c)
+			body, err := ask(ctx, c)
+			if err == nil && body == nil {
+				err = b.slaveTopicsCopied(seen.logEnd) // unchanged
+			}
+			return body, err
 		}}
 }
 

@@ -11,8 +11,9 @@ import (
 // created on the master in between is unknown to the slave although its
 // messages are replicated and indexed: pulls from the slave are refused
 // with TOPIC_NOT_EXIST, and a slave promoted in between (by its
-// controller, or restarted as the master) does not serve the topic at
-// all. If the master dies before the next copy, they stay unreachable.
+// controller, or restarted as the master) would not serve the topic at
+// all (it takes the topics it never copied at that start only from what
+// it indexed: uncopiedtopics.go).
 //
 // So a slave watches the topics its dispatcher meets (kvindex's NewTopic
 // hook): a replicated record of a topic the slave has no config for

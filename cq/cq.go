@@ -166,3 +166,17 @@ type Store interface {
 	// ErrClosed.
 	Close() error
 }
+
+// LastEntry returns the newest entry of a queue in s; ok is false when
+// the queue holds none (unknown, or emptied by retention).
+func LastEntry(s Store, topic string, queueID int32) (e Entry, ok bool, err error) {
+	end, err := s.MaxOffset(topic, queueID)
+	if err != nil || end == 0 {
+		return Entry{}, false, err
+	}
+	last, err := s.Get(topic, queueID, end-1, 1)
+	if err != nil || len(last) == 0 {
+		return Entry{}, false, err
+	}
+	return last[0], true, nil
+}

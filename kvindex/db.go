@@ -461,6 +461,29 @@ func (d *DB) setMetaInt64(name string, v int64) error {
 	return nil
 }
 
+// SlaveTopicsAt returns, on a store that served as a slave, the CommitLog
+// offset below which its topic table holds the config of every topic its
+// master had; ok is false on a store that never did, or whose broker
+// started as the master since and took the topics it lacked.
+func (d *DB) SlaveTopicsAt() (off int64, ok bool, err error) {
+	return d.metaInt64(metaSlaveTopicsAt)
+}
+
+// SetSlaveTopicsAt records that the topic table holds the config of every
+// topic of the master with a record below off.
+func (d *DB) SetSlaveTopicsAt(off int64) error {
+	return d.setMetaInt64(metaSlaveTopicsAt, off)
+}
+
+// ClearSlaveTopicsAt forgets SlaveTopicsAt: the broker serves as the
+// master and took the topics its table lacked.
+func (d *DB) ClearSlaveTopicsAt() error {
+	if err := d.pdb.Delete(metaKey(metaSlaveTopicsAt), pebble.Sync); err != nil {
+		return fmt.Errorf("delete meta %s: %w", metaSlaveTopicsAt, err)
+	}
+	return nil
+}
+
 // Checkpoint writes a consistent, openable copy of the database to dir
 // (which must not exist). Files are hard-linked where possible, so it is
 // cheap; kvdump reads a live broker's index this way.

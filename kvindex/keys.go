@@ -91,6 +91,10 @@ const (
 	// metaPopRollback: the POP state in flight was written to a revive
 	// topic as RocketMQ check-points (POP_ROLLBACK; value: PopRollback).
 	metaPopRollback = "popRollback"
+	// metaSlaveTopicsAt: on a store serving as a slave, the CommitLog
+	// offset below which its topic table holds every topic its master
+	// had (SlaveTopicsAt).
+	metaSlaveTopicsAt = "slaveTopicsAt"
 )
 
 // schemaVersion is the layout version this code writes. Version 1 stored

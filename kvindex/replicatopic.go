@@ -2,6 +2,8 @@ package kvindex
 
 import (
 	"fmt"
+
+	"github.com/rocketkv/rocketkv/cq"
 )
 
 // A replica learns that its master deleted a topic from the master's
@@ -76,13 +78,6 @@ func (d *Dispatcher) DeleteReplicaTopic(topic string, below int64, queueIDs []in
 // lastEntryBelow reports whether the last entry of a queue in l names a
 // record below below.
 func lastEntryBelow(l layout, topic string, queueID int32, below int64) (bool, error) {
-	end, err := l.store.MaxOffset(topic, queueID)
-	if err != nil || end == 0 {
-		return false, err
-	}
-	last, err := l.store.Get(topic, queueID, end-1, 1)
-	if err != nil || len(last) == 0 {
-		return false, err
-	}
-	return last[0].PhyOffset < below, nil
+	last, ok, err := cq.LastEntry(l.store, topic, queueID)
+	return ok && last.PhyOffset < below, err
 }

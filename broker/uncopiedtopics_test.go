@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"testing"
+
+	"github.com/rocketkv/rocketkv/meta"
+	"github.com/rocketkv/rocketkv/remoting"
+)
+
+// wantSlaveTopicsAt fails unless the store of b records that its topic
+// table covers its log below want.
+func wantSlaveTopicsAt(t *testing.T, b *testBroker, want int64, when string) {
+	t.Helper()
+	if at, ok, err := b.db.SlaveTopicsAt(); err != nil || !ok || at != want {
+		t.Fatalf("%s, the topic table covers the log below %d (%v, %v), want %d", when, at, ok, err, want)
+	}
+}
+
+// A slave records how far its copy of the master's topic table covers
+// its log: at its first start, the log's end; then the log end before
+// each copy it took, or found unchanged; at a start after its log was cut
+// back, no further than the end.
+func TestSlaveRecordsHowFarItsTopicsGo(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	mc := master.client(nil)
+	createTopic(t, mc, "Kept", 1, 1)
+	mustSend(t, mc, "Kept", 0, "k-0", "")
+	slave := startSlaveOf(t, master, nil)
+	wantSlaveTopicsAt(t, slave, 0, "at a new slave's first start")
+
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	wantSlaveTopicsAt(t, slave, slave.clog.MaxOffset(), "after a copy of the master's table")
+	mustSend(t, mc, "Kept", 0, "k-1", "")
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	wantSlaveTopicsAt(t, slave, slave.clog.MaxOffset(), "after a copy that found the master's table unchanged")
+
+	if err := slave.db.SetSlaveTopicsAt(1 << 40); err != nil {
+		t.Fatal(err)
+	}
+	slave.stop()
+	again := startTestBrokerAt(t, slave.store, withHA(map[string]string{"brokerRole": "SLAVE", "brokerId": "1", "haMasterAddress": master.haServerAddr()}))
+	wantSlaveTopicsAt(t, again, again.clog.MaxOffset(), "at a slave's start on a log that ends before the record")
+}
+
+// A slave's master died before the slave copied a topic's config: the
+// slave, started as the master, serves the topic with a config made from
+// its queues. A topic the last table it copied lacked (deleted on the
+// master) stays unserved, and a topic it copied keeps its config.
+func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
+	master := startTestBroker(t, withHA(nil))
+	// No name server: this slave never learns its master's address, so
+	// it copies the master's tables only when told to (syncSlave).
+	slave := startSlaveOf(t, master, nil)
+	mc := master.client(nil)
+	createTopic(t, mc, "Kept", 2, 2)
+	mustSend(t, mc, "Kept", 0, "k-0", "")
+	createTopic(t, mc, "Gone", 2, 2)
+	mustSend(t, mc, "Gone", 1, "g-0", "")
+	waitReplicated(t, master, slave)
+	syncSlave(t, slave, master)
+	// Deleted on the master, the queues left on the slave (the master
+	// said it still held them): what a copy of a table without it does.
+	if err := slave.topics.table.Delete("Gone"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, mc, "Late", 4, 4)
+	mustSend(t, mc, "Late", 0, "l-0", "")
+	mustSend(t, mc, "Late", 3, "l-3", "")
+	waitReplicated(t, master, slave)
+	if _, ok, err := slave.topics.table.Get("Late"); err != nil || ok {
+		t.Fatalf("the slave holds Late's config (%v) before the master died; the test needs it not to", err)
+	}
+	master.stop()
+
+	slave.stop()
+	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
+	tc, ok, err := promoted.topics.table.Get("Late")
+	if err != nil || !ok {
+		t.Fatalf("the promoted slave has no config of Late (%v)", err)
+	}
+	if tc.ReadQueueNums != 4 || tc.WriteQueueNums != 4 || tc.Perm != meta.PermRead|meta.PermWrite {
+		t.Errorf("the promoted slave's config of Late: %+v, want 4 read-write queues", tc)
+	}
+	pc := promoted.client(nil)
+	if r := call(t, pc, remoting.PullMessage, pullReq("g", "Late", 3, 0, 0, 0, "*"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "l-3" {
+		t.Errorf("pull of Late/3 from the promoted slave: %d %s %q, want l-3", r.Code, r.Remark, pulledBodies(t, r))
+	}
+	if _, ok, err := promoted.topics.table.Get("Gone"); err != nil || ok {
+		t.Errorf("the promoted slave took Gone, which its master had deleted (%v)", err)
+	}
+	if tc, ok, err := promoted.topics.table.Get("Kept"); err != nil || !ok || tc.WriteQueueNums != 2 {
+		t.Errorf("the promoted slave's config of Kept: %+v (%v, %v), want the master's 2 queues", tc, ok, err)
+	}
+	if at, ok, err := promoted.db.SlaveTopicsAt(); err != nil || ok {
+		t.Errorf("the promoted slave still records that its topics cover the log below %d (%v)", at, err)
+	}
+}
