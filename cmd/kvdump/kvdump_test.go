@@ -406,3 +406,25 @@ func TestRaw(t *testing.T) {
 		t.Error("non-hex prefix accepted")
 	}
 }
+
+// summary says how far a slave's topic table covers its log, and says
+// nothing of it for a store that never served as a slave.
+func TestSummarySlaveTopics(t *testing.T) {
+	sc, s := buildScenario(t, true)
+	s.close(t)
+	if strings.Contains(mustKvdump(t, "--store", sc.root, "summary"), "slave's topics") {
+		t.Fatal("summary names a slave's topic table on a store that never served as a slave")
+	}
+	s = openTestStore(t, sc.root, 64<<10)
+	if err := s.db.SetSlaveTopicsAt(sc.end); err != nil {
+		t.Fatal(err)
+	}
+	s.close(t)
+	lines := jsonLines(t, mustKvdump(t, "--store", sc.root, "--json", "summary"))
+	if got := lines[len(lines)-1]["slaveTopicsAt"]; fmt.Sprint(got) != fmt.Sprint(sc.end) {
+		t.Errorf("slaveTopicsAt %v, want %d", got, sc.end)
+	}
+	if out := mustKvdump(t, "--store", sc.root, "summary"); !strings.Contains(out, fmt.Sprintf("copied from its master for the records below %d", sc.end)) {
+		t.Errorf("summary does not say how far the slave's topics go:\n%s", out)
+	}
+}

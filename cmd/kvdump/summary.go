@@ -77,8 +77,13 @@ type summaryLine struct {
 	ACLs  int64 `json:"acls"`
 	// CQWritten is, per ConsumeQueue layout ("kv", "file") with a record
 	// of it, the CommitLog offset before which it holds every entry.
-	CQWritten      map[string]int64 `json:"cqWritten,omitempty"`
-	IndexDiskBytes uint64           `json:"indexDiskBytes"`
+	CQWritten map[string]int64 `json:"cqWritten,omitempty"`
+	// SlaveTopicsAt is, on a store serving as a slave, the CommitLog
+	// offset below which its topic table holds every topic of its master
+	// (a start as the master gives the topics with entries past it and
+	// no config one of their own).
+	SlaveTopicsAt  *int64 `json:"slaveTopicsAt,omitempty"`
+	IndexDiskBytes uint64 `json:"indexDiskBytes"`
 }
 
 func runSummary(ctx context.Context, s *store, out *output) error {
@@ -122,6 +127,11 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 		return err
 	} else if ok {
 		sum.PopRollback = &r
+	}
+	if at, ok, err := s.db.SlaveTopicsAt(); err != nil {
+		return err
+	} else if ok {
+		sum.SlaveTopicsAt = &at
 	}
 	var layouts []string
 	for _, name := range []string{kvindex.LayoutKV, kvindex.LayoutFile} {
@@ -205,6 +215,9 @@ func runSummary(ctx context.Context, s *store, out *output) error {
 	t.row("access control (ACL 2.0)", fmt.Sprintf("%d users, %d access lists", sum.Users, sum.ACLs))
 	if len(layouts) > 0 {
 		t.row("consumequeue written", strings.Join(layouts, ", "))
+	}
+	if at := sum.SlaveTopicsAt; at != nil {
+		t.row("slave's topics", fmt.Sprintf("copied from its master for the records below %d (started as the master, it takes the topics with entries past it and no config)", *at))
 	}
 	t.row("index disk usage", strconv.FormatUint(sum.IndexDiskBytes, 10)+" bytes")
 	return t.flush()
