@@ -37,14 +37,14 @@ func (b *Broker) processCleanUnusedTopic(_ context.Context, conn *remoting.Conn,
 // holds queues of while the topic table has no config for them, system
 // and LMQ topics left out.
 func (b *Broker) unusedTopics() ([]string, error) {
-	topics, err := b.topicsWithoutConfig(b.cqs, b.cqMirror)
+	uncovered, err := b.uncoveredQueues(b.cqs, b.cqMirror)
 	if err != nil {
 		return nil, err
 	}
 	var unused []string
-	for _, t := range topics {
-		if !b.isSystemTopic(t.name) {
-			unused = append(unused, t.name)
+	for _, u := range uncovered {
+		if u.config == nil && !b.isSystemTopic(u.topic) {
+			unused = append(unused, u.topic)
 		}
 	}
 	return unused, nil

@@ -28,11 +28,15 @@ import (
 // as many queues as its highest queue id needs. The master wrote those
 // records, so it had the topic then. A topic whose entries all lie below
 // the offset was missing from a table the master gave after it wrote
-// them: the master deleted it, and it stays unserved, as there.
+// them: the master deleted it, and it stays unserved, as there. The same
+// holds for the queues a master added to a topic (updateTopic with more
+// queues): a queue past the copied count with an entry at or past the
+// offset raises the topic's count to cover it; one whose entries all lie
+// below it was cut off by the master before the copy, and stays so.
 //
-//	slave's log: ... A/0 ... B/1 ... | topics at ... C/0 ... C/3 (master dies)
-//	             A in the table; B deleted (not in the table taken at "topics at");
-//	             C never copied: promoted, C gets 4 queues, B stays unserved
+//	slave's log: ... A/0 ... B/1 ... | topics at ... C/0 ... C/3 ... A/5 (master dies)
+//	             the table taken at "topics at" has A (2 queues), not B (deleted);
+//	             C never copied: promoted, C gets 4 queues, A 6, B stays unserved
 
 // slaveTopicsAtStart keeps the record of how far the topic table covers
 // the log (see above). A slave's first start records the log's end (the
@@ -69,56 +73,73 @@ func (b *Broker) slaveTopicsCopied(logEnd int64) error {
 	return nil
 }
 
-// uncopiedTopic is a topic the ConsumeQueue holds queues of while the
-// topic table has no config for it.
-type uncopiedTopic struct {
-	name   string
-	queues []int32
+// uncoveredTopic names the queues of a topic the ConsumeQueue holds while
+// the topic table does not cover them: every queue of a topic without a
+// config, the queues past the queue count of a topic with one.
+type uncoveredTopic struct {
+	topic  string
+	config *meta.TopicConfig // nil: the topic has none
+	queues []int32           // in order
 }
 
 // takeUncopiedTopics gives every topic with an entry naming a record at
 // or past at, and no config, a read-write config with as many queues as
-// its highest queue id needs. Light message queues are left alone.
+// its highest queue id needs, and raises the queue count of a topic with
+// a config to cover its queues past it that hold such an entry (the
+// master added queues after the slave's last copy). Light message queues
+// are left alone.
 func (b *Broker) takeUncopiedTopics(at int64) error {
-	topics, err := b.topicsWithoutConfig(b.cqs)
+	uncovered, err := b.uncoveredQueues(b.cqs)
 	if err != nil {
 		return err
 	}
 	var taken []meta.TopicConfig
-	for _, t := range topics {
-		recent := false
-		for _, qid := range t.queues {
-			last, ok, err := cq.LastEntry(b.cqs, t.name, qid)
+	for _, u := range uncovered {
+		recent := int32(-1) // the highest queue id with an entry at or past at
+		for _, qid := range u.queues {
+			last, ok, err := cq.LastEntry(b.cqs, u.topic, qid)
 			if err != nil {
-				return fmt.Errorf("read the last entry of %s/%d, which has no config: %w", t.name, qid, err)
+				return fmt.Errorf("read the last entry of %s/%d, which its config does not cover: %w", u.topic, qid, err)
 			}
 			if ok && last.PhyOffset >= at {
-				recent = true
-				break
+				recent = qid
 			}
 		}
-		if !recent {
+		if recent < 0 {
 			continue
 		}
-		tc := meta.NewTopicConfig(t.name, int(slices.Max(t.queues))+1)
+		if u.config == nil {
+			tc := meta.NewTopicConfig(u.topic, int(u.queues[len(u.queues)-1])+1)
+			taken = append(taken, tc)
+			b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int64("topicsCopiedAt", at).
+				Msg("the master died before this broker, its slave then, copied the topic's config: the topic is served with a config made from its queues; check its queue count and attributes")
+			continue
+		}
+		tc := *u.config
+		was := tc.QueueCount()
+		tc.ReadQueueNums, tc.WriteQueueNums = max(tc.ReadQueueNums, int(recent)+1), max(tc.WriteQueueNums, int(recent)+1)
 		taken = append(taken, tc)
-		b.log.Warn().Str("topic", t.name).Int("queues", tc.WriteQueueNums).Int64("topicsCopiedAt", at).
-			Msg("the master died before this broker, its slave then, copied the topic's config: the topic is served with a config made from its queues; check its queue count and attributes")
+		b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int("copied", was).Int64("topicsCopiedAt", at).
+			Msg("the master died before this broker, its slave then, copied the topic's new queue count: the queues it wrote past the copied count are served")
 	}
 	if len(taken) == 0 {
 		return nil
 	}
 	if err := b.topics.put(taken...); err != nil {
-		return fmt.Errorf("store the configs of the topics the slave never copied: %w", err)
+		return fmt.Errorf("store the topic configs the slave never copied: %w", err)
 	}
 	return nil
 }
 
-// topicsWithoutConfig lists, in name order, the topics some of stores
-// (nil ones skipped) holds queues of while the topic table has no config
-// for them, light message queues left out, each with its queue ids.
-func (b *Broker) topicsWithoutConfig(stores ...cq.Store) ([]uncopiedTopic, error) {
-	known := map[string]bool{}
+// uncoveredQueues lists, in topic name order, the queues some of stores
+// (nil ones skipped) holds that the topic table does not cover (see
+// uncoveredTopic), light message queues left out.
+func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
+	type known struct {
+		config *meta.TopicConfig
+		skip   bool // a light message queue
+	}
+	topics := map[string]known{}
 	byTopic := map[string]map[int32]bool{}
 	for _, s := range stores {
 		if s == nil {
@@ -126,34 +147,38 @@ func (b *Broker) topicsWithoutConfig(stores ...cq.Store) ([]uncopiedTopic, error
 		}
 		var lookErr error
 		err := s.Queues(func(topic string, queueID int32) bool {
-			has, seen := known[topic]
+			k, seen := topics[topic]
 			if !seen {
-				has = meta.IsLMQ(topic)
-				if !has {
-					var err error
-					if _, has, err = b.topics.table.Get(topic); err != nil {
+				k.skip = meta.IsLMQ(topic)
+				if !k.skip {
+					tc, ok, err := b.topics.table.Get(topic)
+					if err != nil {
 						lookErr = err
 						return false
 					}
+					if ok {
+						k.config = &tc
+					}
 				}
-				known[topic] = has
+				topics[topic] = k
 			}
-			if !has {
-				if byTopic[topic] == nil {
-					byTopic[topic] = map[int32]bool{}
-				}
-				byTopic[topic][queueID] = true
+			if k.skip || (k.config != nil && int(queueID) < k.config.QueueCount()) {
+				return true
 			}
+			if byTopic[topic] == nil {
+				byTopic[topic] = map[int32]bool{}
+			}
+			byTopic[topic][queueID] = true
 			return true
 		})
 		if err = errors.Join(err, lookErr); err != nil {
-			return nil, fmt.Errorf("list the ConsumeQueue's topics without a config: %w", err)
+			return nil, fmt.Errorf("list the ConsumeQueue's queues the topic table does not cover: %w", err)
 		}
 	}
-	topics := make([]uncopiedTopic, 0, len(byTopic))
+	out := make([]uncoveredTopic, 0, len(byTopic))
 	for name, queues := range byTopic {
-		topics = append(topics, uncopiedTopic{name, slices.Sorted(maps.Keys(queues))})
+		out = append(out, uncoveredTopic{name, topics[name].config, slices.Sorted(maps.Keys(queues))})
 	}
-	slices.SortFunc(topics, func(a, b uncopiedTopic) int { return strings.Compare(a.name, b.name) })
-	return topics, nil
+	slices.SortFunc(out, func(a, b uncoveredTopic) int { return strings.Compare(a.topic, b.topic) })
+	return out, nil
 }

@@ -46,8 +46,9 @@ func TestSlaveRecordsHowFarItsTopicsGo(t *testing.T) {
 
 // A slave's master died before the slave copied a topic's config: the
 // slave, started as the master, serves the topic with a config made from
-// its queues. A topic the last table it copied lacked (deleted on the
-// master) stays unserved, and a topic it copied keeps its config.
+// its queues, and the queues the master added to a topic since the copy.
+// A topic the last table it copied lacked (deleted on the master) stays
+// unserved, and a topic it copied keeps its config.
 func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
 	master := startTestBroker(t, withHA(nil))
 	// No name server: this slave never learns its master's address, so
@@ -58,6 +59,12 @@ func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
 	mustSend(t, mc, "Kept", 0, "k-0", "")
 	createTopic(t, mc, "Gone", 2, 2)
 	mustSend(t, mc, "Gone", 1, "g-0", "")
+	createTopic(t, mc, "Grown", 2, 2)
+	// Shrunk from 4 queues to 2 before the copy: its queue 3 stays cut
+	// off.
+	createTopic(t, mc, "Shrunk", 4, 4)
+	mustSend(t, mc, "Shrunk", 3, "s-3", "")
+	createTopic(t, mc, "Shrunk", 2, 2)
 	waitReplicated(t, master, slave)
 	syncSlave(t, slave, master)
 	// Deleted on the master, the queues left on the slave (the master
@@ -68,6 +75,8 @@ func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
 	createTopic(t, mc, "Late", 4, 4)
 	mustSend(t, mc, "Late", 0, "l-0", "")
 	mustSend(t, mc, "Late", 3, "l-3", "")
+	createTopic(t, mc, "Grown", 6, 6)
+	mustSend(t, mc, "Grown", 5, "gr-5", "")
 	waitReplicated(t, master, slave)
 	if _, ok, err := slave.topics.table.Get("Late"); err != nil || ok {
 		t.Fatalf("the slave holds Late's config (%v) before the master died; the test needs it not to", err)
@@ -85,13 +94,26 @@ func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
 	}
 	pc := promoted.client(nil)
 	if r := call(t, pc, remoting.PullMessage, pullReq("g", "Late", 3, 0, 0, 0, "*"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "l-3" {
-		t.Errorf("pull of Late/3 from the promoted slave: %d %s %q, want l-3", r.Code, r.Remark, pulledBodies(t, r))
+		t.Errorf("pull of Late/3 from the promoted slave: %d %s, want l-3", r.Code, r.Remark)
+	}
+	for _, q := range []struct {
+		topic  string
+		queues int
+		why    string
+	}{
+		{"Kept", 2, "the master's"},
+		{"Grown", 6, "to cover queue 5, which the master wrote after the slave's copy"},
+		{"Shrunk", 2, "the master's, which cut queue 3 off before the copy"},
+	} {
+		if tc, ok, err := promoted.topics.table.Get(q.topic); err != nil || !ok || tc.ReadQueueNums != q.queues || tc.WriteQueueNums != q.queues {
+			t.Errorf("the promoted slave's config of %s: %+v (%v, %v), want %d queues, %s", q.topic, tc, ok, err, q.queues, q.why)
+		}
+	}
+	if r := call(t, pc, remoting.PullMessage, pullReq("g", "Grown", 5, 0, 0, 0, "*"), nil); r.Code != remoting.Success || pulledBodies(t, r) != "gr-5" {
+		t.Errorf("pull of Grown/5 from the promoted slave: %d %s, want gr-5", r.Code, r.Remark)
 	}
 	if _, ok, err := promoted.topics.table.Get("Gone"); err != nil || ok {
 		t.Errorf("the promoted slave took Gone, which its master had deleted (%v)", err)
-	}
-	if tc, ok, err := promoted.topics.table.Get("Kept"); err != nil || !ok || tc.WriteQueueNums != 2 {
-		t.Errorf("the promoted slave's config of Kept: %+v (%v, %v), want the master's 2 queues", tc, ok, err)
 	}
 	if at, ok, err := promoted.db.SlaveTopicsAt(); err != nil || ok {
 		t.Errorf("the promoted slave still records that its topics cover the log below %d (%v)", at, err)
