@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
 // TestPromotedSlaveServesATopicCreatedAfterItsLastSync: a SYNC_MASTER
@@ -75,5 +78,52 @@ func TestPromotedSlaveServesATopicItNeverCopied(t *testing.T) {
 	}
 	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
 		t.Errorf("%d acknowledged messages of the topic the slave never copied not delivered once it was promoted: %v", len(lost), lost)
+	}
+}
+
+// TestPromotedSlaveServesTheQueuesItsMasterAdded: a topic the slave
+// copied with one queue is given four on the master (updateTopic), which
+// acknowledges messages in all four and is SIGKILLed before the slave's
+// next copy of its tables. Promoted, the slave serves the four queues,
+// and the unchanged Go push consumer receives every message; with the
+// copied count, those of queues 1 to 3 would be out of reach.
+func TestPromotedSlaveServesTheQueuesItsMasterAdded(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	master, slave := startSyncMasterAndSlave(t, ns, time.Hour)
+
+	const topic, group, n = "E2EGrownOnMaster", "cg-grown-on-master", 20
+	createTopic(t, master.addr, topic, 1)
+	waitRoute(t, ns.addr, topic, master.name)
+	sendN(t, newProducer(t, ns.addr, "pg-grown-first"), topic, "m-", 1)
+	slave.waitLog(t, "took over the master's topics", 30*time.Second)
+
+	createTopic(t, master.addr, topic, 4)
+	waitUntil(t, 30*time.Second, "a route of four queues", func() bool {
+		ri := topicRoute(t, ns.addr, topic)
+		return ri != nil && len(ri.QueueDatas) == 1 && ri.QueueDatas[0].WriteQueueNums == 4
+	})
+	p := newProducer(t, ns.addr, "pg-grown")
+	added := 0 // messages acknowledged in queues 1 to 3
+	for i := 1; i < n; i++ {
+		res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte("m-"+strconv.Itoa(i))))
+		if err != nil || res.Status != primitive.SendOK {
+			t.Fatalf("send m-%d: %v %v", i, res, err)
+		}
+		if res.MessageQueue.QueueId > 0 {
+			added++
+		}
+	}
+	if added == 0 {
+		t.Fatal("the producer sent nothing to the added queues")
+	}
+	master.kill()
+	got := consumePromoted(t, ns, slave, topic, group)
+	want := make([]string, n)
+	for i := range want {
+		want[i] = "m-" + strconv.Itoa(i)
+	}
+	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
+		t.Errorf("%d acknowledged messages not delivered by the promoted slave: %v", len(lost), lost)
 	}
 }
