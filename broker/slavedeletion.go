@@ -37,6 +37,11 @@ import (
 // one pass when every queue went, as on the master; a queue kept keeps
 // its own.
 
+// stepMasterDeletedTopicDropped is reported (Broker.recoveryStep, crash
+// tests) once a slave dropped what it drops of a topic its master
+// deleted, before it takes the master's table.
+const stepMasterDeletedTopicDropped = "master deleted topic dropped"
+
 // masterSeen is what a sync step saw of the master when it asked for a
 // table.
 type masterSeen struct {
@@ -97,6 +102,7 @@ func (b *Broker) dropMasterDeletedTopic(tc meta.TopicConfig, seen masterSeen) er
 	if err := b.dropDeletedTopicConsumerState(topic, dropped, len(dropped) == queues); err != nil {
 		return err
 	}
+	b.deletionStep(stepMasterDeletedTopicDropped)
 	b.log.Info().Str("topic", topic).Ints32("dropped", dropped).Int("masterEmpty", len(empty)).Int64("below", seen.logEnd).
 		Msg("slave: the master deleted the topic; its queues dropped here go with their consumers' offsets and pop state")
 	return nil
