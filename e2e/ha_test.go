@@ -84,10 +84,9 @@ func consumeUntilSlaveHasOffsets(t *testing.T, ns *namesrv, master, slave *broke
 	}
 }
 
-// wantOnlyPrefixed checks that got receives every one of prefix-0 ...
-// prefix-(n-1) within 90 s, and no message whose body starts with
-// unwanted.
-func wantOnlyPrefixed(t *testing.T, got *collector, prefix string, n int, unwanted string) {
+// wantAllPrefixed checks that got receives every one of prefix0 ...
+// prefix(n-1) within 90 s.
+func wantAllPrefixed(t *testing.T, got *collector, prefix string, n int) {
 	t.Helper()
 	want := make([]string, n)
 	for i := range want {
@@ -96,6 +95,14 @@ func wantOnlyPrefixed(t *testing.T, got *collector, prefix string, n int, unwant
 	if lost := got.missingAfter(want, 90*time.Second); len(lost) > 0 {
 		t.Errorf("%d acknowledged messages not delivered: %v", len(lost), lost)
 	}
+}
+
+// wantOnlyPrefixed checks that got receives every one of prefix0 ...
+// prefix(n-1) within 90 s, and no message whose body starts with
+// unwanted.
+func wantOnlyPrefixed(t *testing.T, got *collector, prefix string, n int, unwanted string) {
+	t.Helper()
+	wantAllPrefixed(t, got, prefix, n)
 	for body := range got.snapshot() {
 		if strings.HasPrefix(body, unwanted) {
 			t.Errorf("delivered %s, a message of a deleted topic", body)
