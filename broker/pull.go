@@ -159,6 +159,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, p pullHeader, 
 		}
 	}
 	if p.queueID < 0 || int(p.queueID) >= tc.ReadQueueNums {
+		b.noteStaleQueue(p.topic, p.queueID)
 		return fail(remoting.InvalidParameter, "queueId[%d] is illegal, topic:[%s] topicConfig.readQueueNums:[%d] consumer:[%s]",
 			p.queueID, p.topic, tc.ReadQueueNums, conn.RemoteAddr())
 	}

@@ -25,7 +25,10 @@ import (
 // deleted) costs a lookup and a copy, which the tables' data versions
 // keep small when nothing changed. (Light message queues are not record
 // topics: a record names them in a property, and the hook never sees
-// them.)
+// them.) Queues a master adds to a topic bring no new name: a client's
+// pull of a queue past the slave's copy of the read queue count that the
+// slave holds messages of (the master's route gave the client the new
+// queues) makes the next look copy the tables too (noteStaleQueue).
 
 // topicSightingGap is the least time between two copies of the master's
 // tables made for topics the slave did not have.
@@ -41,7 +44,8 @@ const maxTopicSightings = 1024
 type topicSightings struct {
 	mu       sync.Mutex
 	names    map[string]struct{}
-	overflow bool // more names came than maxTopicSightings
+	overflow bool   // more names came than maxTopicSightings
+	stale    string // a topic whose copied config a client showed out of date
 	kick     chan struct{}
 }
 
@@ -58,15 +62,30 @@ func (s *topicSightings) note(topic string) {
 		s.overflow = true
 	}
 	s.mu.Unlock()
+	s.wake()
+}
+
+// noteStale records that a client's request showed the slave's copy of
+// topic's config out of date (a pull of a queue past its read queue
+// count, which the master's route gave the client), and wakes the sync
+// loop: the next look copies the master's tables without a lookup.
+func (s *topicSightings) noteStale(topic string) {
+	s.mu.Lock()
+	s.stale = topic
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *topicSightings) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
-// take returns the names noted since the last take and whether some were
-// left out, and forgets them.
-func (s *topicSightings) take() (names []string, overflow bool) {
+// take returns the names noted since the last take, whether some were
+// left out, and the last topic noted stale, and forgets them.
+func (s *topicSightings) take() (names []string, overflow bool, stale string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for n := range s.names {
@@ -74,7 +93,8 @@ func (s *topicSightings) take() (names []string, overflow bool) {
 	}
 	clear(s.names)
 	overflow, s.overflow = s.overflow, false
-	return names, overflow
+	stale, s.stale = s.stale, ""
+	return names, overflow, stale
 }
 
 // newTopicHook is the dispatcher's NewTopic hook: nil on a master, which
@@ -87,16 +107,31 @@ func (b *Broker) newTopicHook() func(string) {
 	return b.repl.sightings.note
 }
 
+// noteStaleQueue kicks, on a slave, an early copy of the master's tables
+// when a client pulled a queue past the slave's copy of the topic's read
+// queue count that the slave holds messages of: the master gave the topic
+// more queues since the last copy, and its route gave them to the client.
+func (b *Broker) noteStaleQueue(topic string, queueID int32) {
+	if b.repl.sightings == nil || queueID < 0 {
+		return
+	}
+	if end, err := b.cqs.MaxOffset(topic, queueID); err != nil || end == 0 {
+		return
+	}
+	b.repl.sightings.noteStale(topic)
+}
+
 // copyTablesForSightings looks up the topics the dispatcher met since the
 // last look and, when one of them (or, after an overflow, possibly one)
-// has no config here, copies the master's topic and subscription-group
-// tables from the master at addr. It reports false, taking nothing,
-// while no master is known: the names wait for the next look.
+// has no config here, or a client showed a config out of date, copies
+// the master's topic and subscription-group tables from the master at
+// addr. It reports false, taking nothing, while no master is known: the
+// names wait for the next look.
 func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
 	if addr == "" {
 		return false
 	}
-	names, overflow := b.repl.sightings.take()
+	names, overflow, stale := b.repl.sightings.take()
 	unknown := ""
 	for _, n := range names {
 		if _, ok, err := b.topics.get(n); err != nil || !ok {
@@ -104,11 +139,16 @@ func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
 			break
 		}
 	}
-	if unknown == "" && !overflow {
+	switch {
+	case unknown != "" || overflow:
+		b.log.Info().Str("topic", unknown).Bool("overflow", overflow).Str("master", addr).
+			Msg("a replicated record names a topic this slave has no config for: copying the master's topics and groups now")
+	case stale != "":
+		b.log.Info().Str("topic", stale).Str("master", addr).
+			Msg("a client pulled a queue past this slave's copy of the topic's config: copying the master's topics and groups now")
+	default:
 		return true
 	}
-	b.log.Info().Str("topic", unknown).Bool("overflow", overflow).Str("master", addr).
-		Msg("a replicated record names a topic this slave has no config for: copying the master's topics and groups now")
 	if err := b.runSyncSteps(ctx, addr, []syncStep{b.topicsStep(), b.groupsStep()}); err != nil && ctx.Err() == nil {
 		b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's topics for a new topic")
 	}

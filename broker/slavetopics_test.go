@@ -53,6 +53,52 @@ func TestSlaveCopiesTheTopicOfANewReplicatedMessage(t *testing.T) {
 	}
 }
 
+// A pull from the slave of a queue the master added to a topic after the
+// slave's last copy (the master's route gives it to the client) is
+// refused at first, as the slave's copy has fewer queues, and makes the
+// slave copy the master's tables at once, not at the next
+// slaveSyncIntervalMillis (an hour here). A pull of a queue past the
+// count that the slave holds no message of (a client's mistake) does not.
+func TestSlaveCopiesTheTopicWhoseAddedQueueAClientPulled(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	master, slave := startMasterAndSlave(t, func(b *Broker) { b.log = zerolog.New(logs) })
+	const copied = "a client pulled a queue past this slave's copy of the topic's config: copying the master's topics and groups now"
+	mc, sc := master.client(nil), slave.client(nil)
+	createTopic(t, mc, "Grows", 1, 1)
+	mustSend(t, mc, "Grows", 0, "one", "")
+	waitReplicated(t, master, slave)
+	waitFor(t, "the slave to copy Grows's config", func() bool {
+		_, ok := topicTable(t, slave)["Grows"]
+		return ok
+	})
+	pull := func(q int32) *remoting.Command {
+		return call(t, sc, remoting.PullMessage, pullReq("g", "Grows", q, 0, 0, 0, "*"), nil)
+	}
+
+	createTopic(t, mc, "Grows", 4, 4)
+	mustSend(t, mc, "Grows", 3, "three", "")
+	waitReplicated(t, master, slave)
+	if r := pull(3); r.Code != remoting.InvalidParameter {
+		t.Fatalf("first pull of Grows/3 from the slave: %d %s, want INVALID_PARAMETER from its copy of one queue", r.Code, r.Remark)
+	}
+	waitFor(t, "the slave to serve Grows/3", func() bool {
+		r := pull(3)
+		return r.Code == remoting.Success && pulledBodies(t, r) == "three"
+	})
+	if lines := logLines(logs, copied); len(lines) != 1 || lines[0]["topic"] != "Grows" {
+		t.Errorf("copies for queues past the copied count: %v, want one, for Grows; log:\n%s", lines, logs.String())
+	}
+	if r := pull(5); r.Code != remoting.InvalidParameter {
+		t.Fatalf("pull of Grows/5, which nothing wrote, from the slave: %d %s, want INVALID_PARAMETER", r.Code, r.Remark)
+	}
+	s := slave.repl.sightings
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stale != "" {
+		t.Errorf("a pull of a queue past the count that the slave holds no message of asks for a copy of %s", s.stale)
+	}
+}
+
 // startMasterAndSlave starts a name server, a master and a slave reading
 // allowed, that replicates the master and knows its address; the slave's
 // full copy of the master's tables is an hour away. adjust, when not nil,
