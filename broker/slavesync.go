@@ -150,18 +150,13 @@ func (b *Broker) syncFromMaster(ctx context.Context, masterAddr string) error {
 
 // topicsStep copies the master's topic table when its version changed.
 // Once the slave's table is the master's (copied, or unchanged), it
-// covers every topic with a record below the log end before the ask
-// (slaveTopicsCopied).
+// covers every topic with a record below the log end before the ask,
+// which the slave records (kvindex.DB.SlaveTopicsAt).
 func (b *Broker) topicsStep() syncStep {
 	var seen masterSeen
 	ask := askIfChanged(remoting.GetAllTopicConfig, b.topics.table.Version)
 	return syncStep{"topics", remoting.GetAllTopicConfig,
-		func(body []byte) error {
-			if err := b.applyMasterTopics(body, seen); err != nil {
-				return err
-			}
-			return b.slaveTopicsCopied(seen.logEnd)
-		}, false,
+		func(body []byte) error { return b.applyMasterTopics(body, seen) }, false,
 		func(ctx context.Context, c masterClient) ([]byte, error) {
 			seen = masterSeen{logEnd: b.clog.MaxOffset(), maxOffset: func(topic string, queueID int32) (int64, error) {
 				return askMasterMaxOffset(ctx, c, topic, queueID)
@@ -606,7 +601,8 @@ func sameVersion(a, b meta.DataVersion) bool {
 // applyMasterTopics replaces the topic table with the master's when the
 // master's dataVersion differs from ours, first dropping the queues of
 // the topics the master deleted (dropMasterDeletedTopics; seen is what
-// the step saw of the master when it asked).
+// the step saw of the master when it asked). A slave records, with the
+// table, that it covers the log below seen.logEnd (uncopiedtopics.go).
 func (b *Broker) applyMasterTopics(body []byte, seen masterSeen) error {
 	topics, version, err := rmqconfig.ParseTopics(body)
 	if err != nil {
@@ -616,7 +612,7 @@ func (b *Broker) applyMasterTopics(body []byte, seen masterSeen) error {
 		return err
 	}
 	if sameVersion(b.topics.table.Version(), version) {
-		return nil
+		return b.slaveTopicsCopied(seen.logEnd)
 	}
 	// Before the table, as the compaction's backfill below: a crash in
 	// between finds the topics to drop again at the next sync.
@@ -632,7 +628,7 @@ func (b *Broker) applyMasterTopics(body []byte, seen masterSeen) error {
 			return err
 		}
 	}
-	removed, err := b.topics.table.Replace(topics, version)
+	removed, err := b.topics.table.Replace(topics, version, b.slaveTopicsCopiedWrite(seen.logEnd)...)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rocketkv/rocketkv/cq"
+	"github.com/rocketkv/rocketkv/kvindex"
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -64,13 +65,27 @@ func (b *Broker) slaveTopicsAtStart() error {
 	return b.db.ClearSlaveTopicsAt()
 }
 
-// slaveTopicsCopied records, on a slave, that its topic table now holds
-// every topic its master had when the slave's log ended at logEnd.
+// slaveTopicsCopied records, on a slave, that its topic table holds
+// every topic its master had when the slave's log ended at logEnd (its
+// copy found the master's table unchanged).
 func (b *Broker) slaveTopicsCopied(logEnd int64) error {
+	if !b.isSlave() {
+		return nil
+	}
 	if err := b.db.SetSlaveTopicsAt(logEnd); err != nil {
 		return fmt.Errorf("record how far the master's topics were copied: %w", err)
 	}
 	return nil
+}
+
+// slaveTopicsCopiedWrite is slaveTopicsCopied as a write of the table's
+// Replace, so that a crash cannot part the table taken and the record of
+// how far it covers the log: none on a broker that is not a slave.
+func (b *Broker) slaveTopicsCopiedWrite(logEnd int64) []kvindex.ReplaceAlso {
+	if !b.isSlave() {
+		return nil
+	}
+	return []kvindex.ReplaceAlso{kvindex.RecordSlaveTopicsAt(logEnd)}
 }
 
 // uncoveredTopic names the queues of a topic the ConsumeQueue holds while

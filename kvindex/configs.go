@@ -250,11 +250,24 @@ func (t *ConfigTable[T]) Delete(names ...string) error {
 	return nil
 }
 
+// ReplaceAlso is a write Replace commits in its batch.
+type ReplaceAlso func(b *pebble.Batch) error
+
+// RecordSlaveTopicsAt is SetSlaveTopicsAt as a write of Replace's batch:
+// a slave's take of its master's topic table and the record of how far
+// it covers the log cannot part in a crash.
+func RecordSlaveTopicsAt(off int64) ReplaceAlso {
+	return func(b *pebble.Batch) error {
+		return b.Set(metaKey(metaSlaveTopicsAt), putInt64(off), nil)
+	}
+}
+
 // Replace makes the table hold exactly cfgs and sets its data version to
-// version, in one synced batch: a slave taking over its master's table
-// (RocketMQ's SlaveSynchronize). Configs not in cfgs are deleted and their
-// names returned in name order. version.StateVersion is not kept.
-func (t *ConfigTable[T]) Replace(cfgs []T, version meta.DataVersion) (removed []string, err error) {
+// version, in one synced batch with the writes of also: a slave taking
+// over its master's table (RocketMQ's SlaveSynchronize). Configs not in
+// cfgs are deleted and their names returned in name order.
+// version.StateVersion is not kept.
+func (t *ConfigTable[T]) Replace(cfgs []T, version meta.DataVersion, also ...ReplaceAlso) (removed []string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	keep := make(map[string]bool, len(cfgs))
@@ -291,6 +304,11 @@ func (t *ConfigTable[T]) Replace(cfgs []T, version meta.DataVersion) (removed []
 	v = binary.BigEndian.AppendUint64(v, uint64(version.Timestamp))
 	if err := b.Set(t.verKey, v, nil); err != nil {
 		return nil, fmt.Errorf("replace the %s table: %w", t.what, err)
+	}
+	for _, w := range also {
+		if err := w(b); err != nil {
+			return nil, fmt.Errorf("replace the %s table: %w", t.what, err)
+		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return nil, fmt.Errorf("replace the %s table with %d configs: %w", t.what, len(cfgs), err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/rocketkv/rocketkv/meta"
 )
 
@@ -250,6 +252,42 @@ func TestReplaceTakesTheTableAndItsVersion(t *testing.T) {
 	}
 	if n, _ := topics2.Count(); n != 2 {
 		t.Fatalf("%d topics after reopen, want 2", n)
+	}
+}
+
+// Replace commits the writes it is given with the table, in the same
+// batch: a write that fails leaves the table and the record as they were.
+func TestReplaceRecordsHowFarASlavesTopicsGo(t *testing.T) {
+	db := openTestDB(t)
+	topics, err := db.Topics(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(meta.NewTopicConfig("A", 1)); err != nil {
+		t.Fatal(err)
+	}
+	failing := func(*pebble.Batch) error { return errors.New("no room") }
+	theirs := meta.DataVersion{Counter: 7, Timestamp: 1733000000123}
+	if _, err := topics.Replace([]meta.TopicConfig{meta.NewTopicConfig("B", 1)}, theirs, RecordSlaveTopicsAt(4096), failing); err == nil {
+		t.Fatal("Replace with a failing write succeeded")
+	}
+	if _, ok, err := topics.Get("A"); err != nil || !ok {
+		t.Fatalf("A gone after a failed Replace (%v)", err)
+	}
+	if at, ok, err := db.SlaveTopicsAt(); err != nil || ok {
+		t.Fatalf("a failed Replace recorded the slave's topics at %d (%v)", at, err)
+	}
+	if _, err := topics.Replace([]meta.TopicConfig{meta.NewTopicConfig("B", 1)}, theirs, RecordSlaveTopicsAt(4096)); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok, err := db.SlaveTopicsAt(); err != nil || !ok || at != 4096 {
+		t.Fatalf("the slave's topics recorded at %d (%v, %v), want 4096", at, ok, err)
+	}
+	if err := db.ClearSlaveTopicsAt(); err != nil {
+		t.Fatal(err)
+	}
+	if at, ok, err := db.SlaveTopicsAt(); err != nil || ok {
+		t.Fatalf("the slave's topics still recorded at %d after the clear (%v)", at, err)
 	}
 }
 

@@ -198,8 +198,9 @@
 //	"slaveTopicsAt" value: offset int64        on a store serving as a slave: its topic table
 //	                                           holds the config of every topic with a record
 //	                                           below it (the log end before it asked for the
-//	                                           last master's table it took; at its first start
-//	                                           as a slave, the log end then); deleted once it
+//	                                           last master's table it took, in the batch of the
+//	                                           table's Replace; at its first start as a slave,
+//	                                           the log end then); deleted once it
 //	                                           started as the master and gave the topics with
 //	                                           entries at or past it and no config one
 //
