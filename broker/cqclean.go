@@ -43,7 +43,7 @@ func (b *Broker) unusedTopics() ([]string, error) {
 	}
 	var unused []string
 	for _, u := range uncovered {
-		if u.config == nil && !b.isSystemTopic(u.topic) {
+		if !u.hasConfig && !b.isSystemTopic(u.topic) {
 			unused = append(unused, u.topic)
 		}
 	}

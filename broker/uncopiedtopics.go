@@ -92,9 +92,9 @@ func (b *Broker) slaveTopicsCopiedWrite(logEnd int64) []kvindex.ReplaceAlso {
 // the topic table does not cover them: every queue of a topic without a
 // config, the queues past the queue count of a topic with one.
 type uncoveredTopic struct {
-	topic  string
-	config *meta.TopicConfig // nil: the topic has none
-	queues []int32           // in order
+	topic     string
+	hasConfig bool
+	queues    []int32 // in order
 }
 
 // takeUncopiedTopics gives every topic with an entry naming a record at
@@ -123,14 +123,17 @@ func (b *Broker) takeUncopiedTopics(at int64) error {
 		if recent < 0 {
 			continue
 		}
-		if u.config == nil {
+		if !u.hasConfig {
 			tc := meta.NewTopicConfig(u.topic, int(u.queues[len(u.queues)-1])+1)
 			taken = append(taken, tc)
 			b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int64("topicsCopiedAt", at).
 				Msg("the master died before this broker, its slave then, copied the topic's config: the topic is served with a config made from its queues; check its queue count and attributes")
 			continue
 		}
-		tc := *u.config
+		tc, ok, err := b.topics.table.Get(u.topic)
+		if err != nil || !ok {
+			return fmt.Errorf("read the config of %s to raise its queue count (found %v): %w", u.topic, ok, err)
+		}
 		was := tc.QueueCount()
 		tc.ReadQueueNums, tc.WriteQueueNums = max(tc.ReadQueueNums, int(recent)+1), max(tc.WriteQueueNums, int(recent)+1)
 		taken = append(taken, tc)
@@ -151,7 +154,7 @@ func (b *Broker) takeUncopiedTopics(at int64) error {
 // uncoveredTopic), light message queues left out.
 func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
 	type known struct {
-		config *meta.TopicConfig
+		queues int  // the config's queue count; -1: no config
 		skip   bool // a light message queue
 	}
 	topics := map[string]known{}
@@ -164,7 +167,7 @@ func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
 		err := s.Queues(func(topic string, queueID int32) bool {
 			k, seen := topics[topic]
 			if !seen {
-				k.skip = meta.IsLMQ(topic)
+				k.skip, k.queues = meta.IsLMQ(topic), -1
 				if !k.skip {
 					tc, ok, err := b.topics.table.Get(topic)
 					if err != nil {
@@ -172,12 +175,12 @@ func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
 						return false
 					}
 					if ok {
-						k.config = &tc
+						k.queues = tc.QueueCount()
 					}
 				}
 				topics[topic] = k
 			}
-			if k.skip || (k.config != nil && int(queueID) < k.config.QueueCount()) {
+			if k.skip || int(queueID) < k.queues {
 				return true
 			}
 			if byTopic[topic] == nil {
@@ -192,7 +195,7 @@ func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
 	}
 	out := make([]uncoveredTopic, 0, len(byTopic))
 	for name, queues := range byTopic {
-		out = append(out, uncoveredTopic{name, topics[name].config, slices.Sorted(maps.Keys(queues))})
+		out = append(out, uncoveredTopic{name, topics[name].queues >= 0, slices.Sorted(maps.Keys(queues))})
 	}
 	slices.SortFunc(out, func(a, b uncoveredTopic) int { return strings.Compare(a.topic, b.topic) })
 	return out, nil
