@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
@@ -67,29 +69,26 @@ func TestPromotedSlaveServesATopicItNeverCopied(t *testing.T) {
 	wantAllPrefixed(t, consumePromoted(t, ns, slave, topic, group), "m-", n)
 }
 
-// TestPromotedSlaveServesTheQueuesItsMasterAdded: a topic the slave
-// copied with one queue is given four on the master (updateTopic), which
-// acknowledges messages in all four and is SIGKILLed before the slave's
-// next copy of its tables. Promoted, the slave serves the four queues,
-// and the unchanged Go push consumer receives every message; with the
-// copied count, those of queues 1 to 3 would be out of reach.
-func TestPromotedSlaveServesTheQueuesItsMasterAdded(t *testing.T) {
-	t.Parallel()
-	ns := startNamesrv(t)
-	master, slave := startSyncMasterAndSlave(t, ns, time.Hour)
-
-	const topic, group, n = "E2EGrownOnMaster", "cg-grown-on-master", 20
+// growTopicAfterTheSlavesCopy creates topic with one queue on master,
+// sends it a message, waits until slave copied the topic, then gives the
+// topic four queues and sends n-1 more messages (m-1 ... m-(n-1)) with a
+// new Go producer, some of them to the added queues.
+func growTopicAfterTheSlavesCopy(t *testing.T, ns *namesrv, master, slave *brokerProc, topic string, n int) {
+	t.Helper()
 	createTopic(t, master.addr, topic, 1)
 	waitRoute(t, ns.addr, topic, master.name)
-	sendN(t, newProducer(t, ns.addr, "pg-grown-first"), topic, "m-", 1)
-	slave.waitLog(t, "took over the master's topics", 30*time.Second)
+	sendN(t, newProducer(t, ns.addr, "pg-"+topic+"-first"), topic, "m-", 1)
+	waitUntil(t, 30*time.Second, "the slave to copy the topic", func() bool {
+		r, err := rawInvoke(slave.addr, 21, nil, nil) // GET_ALL_TOPIC_CONFIG
+		return err == nil && strings.Contains(string(r.Body), topic)
+	})
 
 	createTopic(t, master.addr, topic, 4)
 	waitUntil(t, 30*time.Second, "a route of four queues", func() bool {
 		ri := topicRoute(t, ns.addr, topic)
 		return ri != nil && len(ri.QueueDatas) == 1 && ri.QueueDatas[0].WriteQueueNums == 4
 	})
-	p := newProducer(t, ns.addr, "pg-grown")
+	p := newProducer(t, ns.addr, "pg-"+topic)
 	added := 0 // messages acknowledged in queues 1 to 3
 	for i := 1; i < n; i++ {
 		res, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte("m-"+strconv.Itoa(i))))
@@ -103,6 +102,42 @@ func TestPromotedSlaveServesTheQueuesItsMasterAdded(t *testing.T) {
 	if added == 0 {
 		t.Fatal("the producer sent nothing to the added queues")
 	}
+}
+
+// TestPromotedSlaveServesTheQueuesItsMasterAdded: a topic the slave
+// copied with one queue is given four on the master (updateTopic), which
+// acknowledges messages in all four and is SIGKILLed before the slave's
+// next copy of its tables. Promoted, the slave serves the four queues,
+// and the unchanged Go push consumer receives every message; with the
+// copied count, those of queues 1 to 3 would be out of reach.
+func TestPromotedSlaveServesTheQueuesItsMasterAdded(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	master, slave := startSyncMasterAndSlave(t, ns, time.Hour)
+	const topic, group, n = "E2EGrownOnMaster", "cg-grown-on-master", 20
+	growTopicAfterTheSlavesCopy(t, ns, master, slave, topic, n)
 	master.kill()
 	wantAllPrefixed(t, consumePromoted(t, ns, slave, topic, group), "m-", n)
+}
+
+// TestControllerModePromotedSlaveServesTheQueuesItsMasterAdded: the same
+// in controller mode. The slave, elected once the master is SIGKILLed,
+// becomes the master in place and serves the queues the master added
+// after its last copy of the tables (an hour apart here).
+func TestControllerModePromotedSlaveServesTheQueuesItsMasterAdded(t *testing.T) {
+	t.Parallel()
+	caddr, ns := startNamesrvWithController(t)
+	master, slave := startControllerModeGroup(t, ns, caddr, "slaveSyncIntervalMillis=3600000")
+	const topic, group, n = "E2EGrownInControllerMode", "cg-grown-controller-mode", 20
+	growTopicAfterTheSlavesCopy(t, ns, master, slave, topic, n)
+	end := runtimeValue(t, master.addr, "commitLogMaxOffset")
+	waitUntil(t, 30*time.Second, "the slave to hold the master's CommitLog", func() bool {
+		return runtimeValue(t, slave.addr, "commitLogMaxOffset") == end
+	})
+	master.kill()
+	slave.waitLog(t, "broker running as SYNC_MASTER", 30*time.Second)
+	got := newCollector()
+	startPushConsumer(t, ns.addr, group, topic, consumer.MessageSelector{}, got,
+		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset))
+	wantAllPrefixed(t, got, "m-", n)
 }
