@@ -42,8 +42,12 @@ func TestSlaveKilledBetweenADeletedTopicsDropAndTheTableFinishesIt(t *testing.T)
 		childKillAtStep+"="+strings.ReplaceAll(stepMasterDeletedTopicDropped, " ", "_"))...)
 	sc := slave.dial()
 	waitFor(t, "the slave copied Gone and g's offset on it", func() bool {
-		r := call(t, sc, remoting.GetTopicConfig, map[string]string{"topic": "Gone"}, nil)
-		return r.Code == remoting.Success && committedOffset(t, sc, "g", "Gone", 0) == 1
+		if r := call(t, sc, remoting.GetTopicConfig, map[string]string{"topic": "Gone"}, nil); r.Code != remoting.Success {
+			return false
+		}
+		// Until the offsets are copied the answer is QUERY_NOT_FOUND.
+		r := call(t, sc, remoting.QueryConsumerOffset, map[string]string{"consumerGroup": "g", "topic": "Gone", "queueId": "0", "setZeroIfNotFound": "false"}, nil)
+		return r.Code == remoting.Success && r.ExtFields["offset"] == "1"
 	})
 	mustDeleteTopic(t, mc, "Gone")
 	waitChildExit(t, slave, 20*time.Second)
