@@ -55,13 +55,22 @@ func startChild(t testing.TB, env string) (*exec.Cmd, string, *bufio.Scanner) {
 	// with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	// A pipe of our own, not cmd.StdoutPipe: Wait (KillChild) closes
+	// that one at once, losing the lines the child wrote before it was
+	// killed and the reader had not read yet, where a crash test reads
+	// what the child reported done. This one is read to its end.
+	out, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	_ = w.Close() // the child holds its own copy
+	if err != nil {
+		_ = out.Close()
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = out.Close() })
 	sc := bufio.NewScanner(out)
 	ready := sc.Scan()
 	line := sc.Text()
