@@ -151,19 +151,16 @@ func masterEmptyQueues(topic string, queues int, maxOffset func(string, int32) (
 // dropDeletedTopicConsumerState drops what consumers left of the queues
 // of topic a deletion dropped: of the whole topic when every queue was
 // dropped (whole), as the master's deletion did, in one pass.
+// A slave holds no offset resets to forget: it refuses them.
 func (b *Broker) dropDeletedTopicConsumerState(topic string, dropped []int32, whole bool) error {
-	if !whole {
-		for _, qid := range dropped {
-			if err := b.dropQueueConsumerState(topic, qid); err != nil {
-				return err
-			}
+	if whole {
+		return b.dropTopicConsumerState(topic)
+	}
+	for _, qid := range dropped {
+		if err := b.dropQueueConsumerState(topic, qid); err != nil {
+			return err
 		}
-		return nil
 	}
-	if err := b.dropTopicConsumerState(topic); err != nil {
-		return err
-	}
-	b.resets.forgetTopic(topic)
 	return nil
 }
 

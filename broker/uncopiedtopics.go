@@ -67,9 +67,14 @@ func (b *Broker) slaveTopicsAtStart() error {
 
 // slaveTopicsCopied records, on a slave, that its topic table holds
 // every topic its master had when the slave's log ended at logEnd (its
-// copy found the master's table unchanged).
+// copy found the master's table unchanged). A record that says so
+// already is not written again (a synced write at every copy of an idle
+// master's table).
 func (b *Broker) slaveTopicsCopied(logEnd int64) error {
 	if !b.isSlave() {
+		return nil
+	}
+	if at, ok, err := b.db.SlaveTopicsAt(); err == nil && ok && at == logEnd {
 		return nil
 	}
 	if err := b.db.SetSlaveTopicsAt(logEnd); err != nil {

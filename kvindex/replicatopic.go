@@ -40,30 +40,26 @@ func (d *Dispatcher) DeleteReplicaTopic(topic string, below int64, queueIDs []in
 	var dropped []int32
 	err := d.deleteTopicAt(topic, min(below, d.opts.Log.MaxOffset()), func() error {
 		for _, qid := range queueIDs {
-			gone := false
+			var old []layout // the layouts whose last entry of the queue lies below
 			for _, l := range d.layouts {
-				old, err := lastEntryBelow(l, topic, qid, below)
+				last, ok, err := cq.LastEntry(l.store, topic, qid)
 				if err != nil {
 					return err
 				}
-				if !old {
-					continue
+				if ok && last.PhyOffset < below {
+					old = append(old, l)
 				}
+			}
+			if len(old) == 0 {
+				continue
+			}
+			if err := d.dropQueue(old, topic, qid, func(l layout) error {
 				if err := l.store.DeleteQueue(topic, qid); err != nil {
 					return fmt.Errorf("drop %s/%d, deleted on the master, from the %s ConsumeQueue: %w", topic, qid, l.name, err)
 				}
-				gone = true
-			}
-			if !gone {
-				continue
-			}
-			if c := d.opts.Compaction; c != nil {
-				if err := c.DropQueue(topic, qid); err != nil {
-					return err
-				}
-			}
-			if d.opts.Offsets != nil {
-				d.opts.Offsets.Forget(topic, qid)
+				return nil
+			}); err != nil {
+				return err
 			}
 			dropped = append(dropped, qid)
 		}
@@ -73,11 +69,4 @@ func (d *Dispatcher) DeleteReplicaTopic(topic string, below int64, queueIDs []in
 		return nil, fmt.Errorf("delete topic %s of the master below %d: %w", topic, below, err)
 	}
 	return dropped, nil
-}
-
-// lastEntryBelow reports whether the last entry of a queue in l names a
-// record below below.
-func lastEntryBelow(l layout, topic string, queueID int32, below int64) (bool, error) {
-	last, ok, err := cq.LastEntry(l.store, topic, queueID)
-	return ok && last.PhyOffset < below, err
 }

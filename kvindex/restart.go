@@ -184,20 +184,8 @@ func (d *Dispatcher) checkRestart(entries []cq.Dispatch, batchStart int64) error
 	}
 	d.writeMu.Lock()
 	defer d.writeMu.Unlock()
-	if c := d.opts.Compaction; c != nil {
-		// Before the layouts too, and under writeMu, as the batches'
-		// copies are written.
-		if err := c.DropQueue(r.topic, r.queueID); err != nil {
-			return err
-		}
-	}
-	for _, l := range d.layouts {
-		if err := l.drop(r); err != nil {
-			return err
-		}
-	}
-	if d.opts.Offsets != nil {
-		d.opts.Offsets.Forget(r.topic, r.queueID)
+	if err := d.dropQueue(d.layouts, r.topic, r.queueID, func(l layout) error { return l.drop(r) }); err != nil {
+		return err
 	}
 	d.lastRestart, d.stopAt = r, 0
 	d.step(StepQueueRestarted)
@@ -205,6 +193,28 @@ func (d *Dispatcher) checkRestart(entries []cq.Dispatch, batchStart int64) error
 		Int64("end", r.end).Int64("lastPhy", r.lastPhy).
 		Msg("a replicated record starts its queue anew below the queue's end (the topic was deleted and created again on the master): the queue's old entries are dropped")
 	return errQueueRestarted
+}
+
+// dropQueue drops one queue of topic from layouts (dropEntries deletes
+// its entries from one): its compacted copies first, so that a crash
+// after them leaves the entries, which meet the drop again, then its
+// entries, then its cached offsets. The caller holds writeMu, as the
+// batches' copies are written under it.
+func (d *Dispatcher) dropQueue(layouts []layout, topic string, queueID int32, dropEntries func(layout) error) error {
+	if c := d.opts.Compaction; c != nil {
+		if err := c.DropQueue(topic, queueID); err != nil {
+			return err
+		}
+	}
+	for _, l := range layouts {
+		if err := dropEntries(l); err != nil {
+			return err
+		}
+	}
+	if d.opts.Offsets != nil {
+		d.opts.Offsets.Forget(topic, queueID)
+	}
+	return nil
 }
 
 // drop deletes from l the queue r restarts.
