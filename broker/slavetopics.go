@@ -28,7 +28,9 @@ import (
 // them.) Queues a master adds to a topic bring no new name: a client's
 // pull of a queue past the slave's copy of the read queue count that the
 // slave holds messages of (the master's route gave the client the new
-// queues) makes the next look copy the tables too (noteStaleQueue).
+// queues) makes the next look copy the tables too (noteStaleQueue),
+// unless a copy that ended since (one under way when the client pulled)
+// already gave the queue.
 
 // topicSightingGap is the least time between two copies of the master's
 // tables made for topics the slave did not have.
@@ -44,9 +46,16 @@ const maxTopicSightings = 1024
 type topicSightings struct {
 	mu       sync.Mutex
 	names    map[string]struct{}
-	overflow bool   // more names came than maxTopicSightings
-	stale    string // a topic whose copied config a client showed out of date
+	overflow bool       // more names came than maxTopicSightings
+	stale    staleQueue // the last queue a client showed past the copied config
 	kick     chan struct{}
+}
+
+// staleQueue names a queue a client pulled past the slave's copy of its
+// topic's read queue count; topic is "" when none.
+type staleQueue struct {
+	topic   string
+	queueID int32
 }
 
 func newTopicSightings() *topicSightings {
@@ -69,9 +78,9 @@ func (s *topicSightings) note(topic string) {
 // topic's config out of date (a pull of a queue past its read queue
 // count, which the master's route gave the client), and wakes the sync
 // loop: the next look copies the master's tables without a lookup.
-func (s *topicSightings) noteStale(topic string) {
+func (s *topicSightings) noteStale(topic string, queueID int32) {
 	s.mu.Lock()
-	s.stale = topic
+	s.stale = staleQueue{topic: topic, queueID: queueID}
 	s.mu.Unlock()
 	s.wake()
 }
@@ -84,8 +93,8 @@ func (s *topicSightings) wake() {
 }
 
 // take returns the names noted since the last take, whether some were
-// left out, and the last topic noted stale, and forgets them.
-func (s *topicSightings) take() (names []string, overflow bool, stale string) {
+// left out, and the last queue noted stale, and forgets them.
+func (s *topicSightings) take() (names []string, overflow bool, stale staleQueue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for n := range s.names {
@@ -93,7 +102,7 @@ func (s *topicSightings) take() (names []string, overflow bool, stale string) {
 	}
 	clear(s.names)
 	overflow, s.overflow = s.overflow, false
-	stale, s.stale = s.stale, ""
+	stale, s.stale = s.stale, staleQueue{}
 	return names, overflow, stale
 }
 
@@ -118,14 +127,23 @@ func (b *Broker) noteStaleQueue(topic string, queueID int32) {
 	if end, err := b.cqs.MaxOffset(topic, queueID); err != nil || end == 0 {
 		return
 	}
-	b.repl.sightings.noteStale(topic)
+	b.repl.sightings.noteStale(topic, queueID)
+}
+
+// stillStale reports whether the slave's copy of q's topic config still
+// has too few read queues for q: a copy that ended after the pull (one
+// under way then) may have given it, and a second copy would be for
+// nothing. A failed lookup counts as stale.
+func (b *Broker) stillStale(q staleQueue) bool {
+	tc, ok, err := b.topics.get(q.topic)
+	return err != nil || !ok || int(q.queueID) >= tc.ReadQueueNums
 }
 
 // copyTablesForSightings looks up the topics the dispatcher met since the
 // last look and, when one of them (or, after an overflow, possibly one)
-// has no config here, or a client showed a config out of date, copies
-// the master's topic and subscription-group tables from the master at
-// addr. It reports false, taking nothing, while no master is known: the
+// has no config here, or a client showed a config that is still out of
+// date, copies the master's topic and subscription-group tables from the
+// master at addr. It reports false, taking nothing, while no master is known: the
 // names wait for the next look.
 func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
 	if addr == "" {
@@ -143,8 +161,8 @@ func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
 	case unknown != "" || overflow:
 		b.log.Info().Str("topic", unknown).Bool("overflow", overflow).Str("master", addr).
 			Msg("a replicated record names a topic this slave has no config for: copying the master's topics and groups now")
-	case stale != "":
-		b.log.Info().Str("topic", stale).Str("master", addr).
+	case stale.topic != "" && b.stillStale(stale):
+		b.log.Info().Str("topic", stale.topic).Int32("queueId", stale.queueID).Str("master", addr).
 			Msg("a client pulled a queue past this slave's copy of the topic's config: copying the master's topics and groups now")
 	default:
 		return true
