@@ -137,7 +137,10 @@ type Broker struct {
 	notifier *kvindex.Notifier
 	disp     *kvindex.Dispatcher
 	topics   *topicManager
-	groups   *kvindex.Groups
+	// takingUncopied is set while a promoted slave's start takes, in the
+	// background, the topics it never copied (uncopiedtopics.go).
+	takingUncopied atomic.Bool
+	groups         *kvindex.Groups
 	// forbidden is what groups may not do on topics.
 	forbidden *forbiddenGroups
 	// mappings holds the static topics' queue mappings (statictopic.go);

@@ -16,9 +16,16 @@ import (
 // RocketMQ store whose CommitLog holds records of topics its topics.json
 // no longer names (the first open indexes every record). Consumer offsets
 // are kept, as in RocketMQ. The answer is SUCCESS; the log names the
-// topics dropped.
-func (b *Broker) processCleanUnusedTopic(_ context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	unused, err := b.unusedTopics()
+// topics dropped. While a promoted slave still takes the topics its master
+// never gave it a copy of (uncopiedtopics.go), it answers SYSTEM_ERROR:
+// their queues are uncovered only until the take ends.
+func (b *Broker) processCleanUnusedTopic(ctx context.Context, conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.takingUncopied.Load() {
+		b.log.Warn().Stringer("by", conn.RemoteAddr()).Msg("clean unused topics refused: the topics the master died before giving are still being taken")
+		return remoting.NewResponse(req, remoting.SystemError,
+			"this broker, promoted from slave, is still taking the topics its master died before giving it a copy of; clean unused topics again in a moment")
+	}
+	unused, err := b.unusedTopics(ctx)
 	if err != nil {
 		b.log.Error().Err(err).Msg("clean unused topics failed")
 		return remoting.NewResponse(req, remoting.SystemError, err.Error())
@@ -36,8 +43,8 @@ func (b *Broker) processCleanUnusedTopic(_ context.Context, conn *remoting.Conn,
 // unusedTopics lists, in name order, the topics some ConsumeQueue layout
 // holds queues of while the topic table has no config for them, system
 // and LMQ topics left out.
-func (b *Broker) unusedTopics() ([]string, error) {
-	uncovered, err := b.uncoveredQueues(b.cqs, b.cqMirror)
+func (b *Broker) unusedTopics(ctx context.Context) ([]string, error) {
+	uncovered, err := b.uncoveredQueues(ctx, b.cqs, b.cqMirror)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rocketkv/rocketkv/cq"
 	"github.com/rocketkv/rocketkv/kvindex"
@@ -44,7 +46,8 @@ import (
 // table covers what the store held before it served as a slave), and
 // lowers a record past the end (a controller cut the log back); a
 // master's start on a store that served as a slave takes the topics the
-// slave never copied, then forgets the record.
+// slave never copied in the background (takeUncopiedLoop), then forgets
+// the record.
 func (b *Broker) slaveTopicsAtStart() error {
 	at, ok, err := b.db.SlaveTopicsAt()
 	if err != nil {
@@ -56,13 +59,49 @@ func (b *Broker) slaveTopicsAtStart() error {
 		}
 		return nil
 	}
-	if !ok {
-		return nil
+	if ok {
+		b.takingUncopied.Store(true)
+		b.goBackground("take the topics a slave never copied", func(ctx context.Context) { b.takeUncopiedLoop(ctx, at) })
 	}
-	if err := b.takeUncopiedTopics(at); err != nil {
-		return err
+	return nil
+}
+
+// uncopiedRetry is how long a failed take of the topics a promoted slave
+// never copied waits before it is tried again.
+const uncopiedRetry = 5 * time.Second
+
+// takeUncopiedLoop takes the topics a promoted slave never copied
+// (takeUncopiedTopics) and forgets the record, trying again after an error
+// until it succeeds or ctx ends. It runs beside the broker's service, not
+// before it: at a million queues the walk takes about a second, which a
+// controller's switch would otherwise add to the time no master serves
+// (sends wait at the gate a second at most). Until it ends, the topics it
+// takes are not routed, as before the master died, and a clean of unused
+// topics is refused (it would drop their queues).
+func (b *Broker) takeUncopiedLoop(ctx context.Context, at int64) {
+	defer b.takingUncopied.Store(false)
+	for {
+		began := time.Now()
+		err := b.takeUncopiedTopics(ctx, at)
+		if err == nil {
+			err = b.db.ClearSlaveTopicsAt()
+		}
+		if err == nil {
+			b.log.Info().Int64("topicsCopiedAt", at).Dur("took", time.Since(began)).
+				Msg("took the topics and queues this broker's master had given no copy of when it died")
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Error().Err(err).Int64("topicsCopiedAt", at).Dur("retryIn", uncopiedRetry).
+			Msg("take the topics this broker's master had given no copy of when it died: their messages stay unserved until it succeeds")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(uncopiedRetry):
+		}
 	}
-	return b.db.ClearSlaveTopicsAt()
 }
 
 // slaveTopicsCopied records, on a slave, that its topic table holds
@@ -108,13 +147,34 @@ type uncoveredTopic struct {
 // a config to cover its queues past it that hold such an entry (the
 // master added queues after the slave's last copy). Light message queues
 // are left alone.
-func (b *Broker) takeUncopiedTopics(at int64) error {
-	uncovered, err := b.uncoveredQueues(b.cqs)
+//
+// The walk runs while the broker serves; what it found is checked again
+// under the topic table's get-or-create lock, so that a topic deleted
+// meanwhile (its queues dropped) or being deleted is not brought back,
+// and a config created or grown meanwhile is kept (only raised).
+func (b *Broker) takeUncopiedTopics(ctx context.Context, at int64) error {
+	uncovered, err := b.uncoveredQueues(ctx, b.cqs)
 	if err != nil {
 		return err
 	}
+	return b.coverUncopiedQueues(at, uncovered)
+}
+
+// coverUncopiedQueues is takeUncopiedTopics's second half: it gives the
+// queues a walk found uncovered the configs they need, checking each
+// again under the get-or-create lock.
+func (b *Broker) coverUncopiedQueues(at int64, uncovered []uncoveredTopic) error {
+	if len(uncovered) == 0 {
+		return nil
+	}
+	m := b.topics
+	m.create.Lock()
+	defer m.create.Unlock()
 	var taken []meta.TopicConfig
 	for _, u := range uncovered {
+		if m.deleting[u.topic] > 0 {
+			continue
+		}
 		recent := int32(-1) // the highest queue id with an entry at or past at
 		for _, qid := range u.queues {
 			last, ok, err := cq.LastEntry(b.cqs, u.topic, qid)
@@ -128,18 +188,21 @@ func (b *Broker) takeUncopiedTopics(at int64) error {
 		if recent < 0 {
 			continue
 		}
-		if !u.hasConfig {
+		tc, ok, err := m.table.Get(u.topic)
+		if err != nil {
+			return fmt.Errorf("read the config of %s to cover its queues: %w", u.topic, err)
+		}
+		if !ok {
 			tc := meta.NewTopicConfig(u.topic, int(u.queues[len(u.queues)-1])+1)
 			taken = append(taken, tc)
 			b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int64("topicsCopiedAt", at).
 				Msg("the master died before this broker, its slave then, copied the topic's config: the topic is served with a config made from its queues; check its queue count and attributes")
 			continue
 		}
-		tc, ok, err := b.topics.table.Get(u.topic)
-		if err != nil || !ok {
-			return fmt.Errorf("read the config of %s to raise its queue count (found %v): %w", u.topic, ok, err)
-		}
 		was := tc.QueueCount()
+		if int(recent) < was {
+			continue // grown meanwhile
+		}
 		tc.ReadQueueNums, tc.WriteQueueNums = max(tc.ReadQueueNums, int(recent)+1), max(tc.WriteQueueNums, int(recent)+1)
 		taken = append(taken, tc)
 		b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int("copied", was).Int64("topicsCopiedAt", at).
@@ -148,7 +211,7 @@ func (b *Broker) takeUncopiedTopics(at int64) error {
 	if len(taken) == 0 {
 		return nil
 	}
-	if err := b.topics.put(taken...); err != nil {
+	if err := m.put(taken...); err != nil {
 		return fmt.Errorf("store the topic configs the slave never copied: %w", err)
 	}
 	return nil
@@ -156,8 +219,9 @@ func (b *Broker) takeUncopiedTopics(at int64) error {
 
 // uncoveredQueues lists, in topic name order, the queues some of stores
 // (nil ones skipped) holds that the topic table does not cover (see
-// uncoveredTopic), light message queues left out.
-func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
+// uncoveredTopic), light message queues left out. It stops with ctx's
+// error when ctx ends.
+func (b *Broker) uncoveredQueues(ctx context.Context, stores ...cq.Store) ([]uncoveredTopic, error) {
 	type known struct {
 		queues int  // the config's queue count; -1: no config
 		skip   bool // a light message queue
@@ -169,7 +233,12 @@ func (b *Broker) uncoveredQueues(stores ...cq.Store) ([]uncoveredTopic, error) {
 			continue
 		}
 		var lookErr error
+		visited := 0
 		err := s.Queues(func(topic string, queueID int32) bool {
+			if visited++; visited%4096 == 0 && ctx.Err() != nil {
+				lookErr = ctx.Err()
+				return false
+			}
 			k, seen := topics[topic]
 			if !seen {
 				k.skip, k.queues = meta.IsLMQ(topic), -1

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/rocketkv/rocketkv/meta"
@@ -85,6 +87,7 @@ func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
 
 	slave.stop()
 	promoted := startTestBrokerAt(t, slave.store, withHA(nil))
+	waitTakenUncopied(t, promoted)
 	tc, ok, err := promoted.topics.table.Get("Late")
 	if err != nil || !ok {
 		t.Fatalf("the promoted slave has no config of Late (%v)", err)
@@ -115,7 +118,110 @@ func TestPromotedSlaveTakesTheTopicsItNeverCopied(t *testing.T) {
 	if _, ok, err := promoted.topics.table.Get("Gone"); err != nil || ok {
 		t.Errorf("the promoted slave took Gone, which its master had deleted (%v)", err)
 	}
-	if at, ok, err := promoted.db.SlaveTopicsAt(); err != nil || ok {
-		t.Errorf("the promoted slave still records that its topics cover the log below %d (%v)", at, err)
+}
+
+// waitTakenUncopied waits until b, started as the master on a store that
+// served as a slave, took the topics it never copied: it forgot the
+// record of how far its copies went, and cleans unused topics again.
+func waitTakenUncopied(t *testing.T, b *testBroker) {
+	t.Helper()
+	waitFor(t, "the promoted slave to take the topics it never copied", func() bool {
+		_, ok, err := b.db.SlaveTopicsAt()
+		return err == nil && !ok && !b.takingUncopied.Load()
+	})
+}
+
+// The take of the topics a promoted slave never copied runs while the
+// broker serves: what its walk found is checked again before it writes.
+// A topic deleted since the walk, or whose deletion is under way, is not
+// brought back; a config grown since is kept as it is; a config created
+// since (a send auto-created it) is only raised to cover the queues.
+func TestPromotedSlavesTakeKeepsWhatChangedSinceItsWalk(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	for _, q := range []struct {
+		topic  string
+		queues int
+		wrote  int32
+	}{{"Deleted", 2, 1}, {"Deleting", 2, 1}, {"Grown", 2, 3}, {"Created", 4, 5}, {"Untouched", 1, 2}} {
+		createTopic(t, c, q.topic, q.queues, q.queues)
+		// Every queue up to the one written past the count holds an
+		// entry, as a master's round robin leaves them.
+		createTopic(t, c, q.topic, int(q.wrote)+1, int(q.wrote)+1)
+		for qid := range q.wrote + 1 {
+			mustSend(t, c, q.topic, qid, q.topic, "")
+		}
+		createTopic(t, c, q.topic, q.queues, q.queues)
+	}
+	b.caughtUp()
+	for _, topic := range []string{"Deleted", "Deleting", "Created", "Untouched"} {
+		if err := b.topics.table.Delete(topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uncovered, err := b.uncoveredQueues(context.Background(), b.cqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uncovered) != 5 {
+		t.Fatalf("the walk found %+v, want the 5 topics", uncovered)
+	}
+
+	// What happens between the walk and the write.
+	if err := b.dropTopicQueues("Deleted"); err != nil {
+		t.Fatal(err)
+	}
+	b.topics.beginDeletion("Deleting")
+	grown := meta.NewTopicConfig("Grown", 8)
+	grown.Attributes = map[string]string{meta.AttrMessageType: "FIFO"}
+	created := meta.NewTopicConfig("Created", 3)
+	created.Perm = meta.PermRead
+	if err := b.topics.put(grown, created); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := b.coverUncopiedQueues(0, uncovered); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"Deleted", "Deleting"} {
+		if tc, ok, err := b.topics.table.Get(topic); err != nil || ok {
+			t.Errorf("the take brought %s back (%+v, %v)", topic, tc, err)
+		}
+	}
+	if tc, ok, err := b.topics.table.Get("Grown"); err != nil || !ok || tc.WriteQueueNums != 8 || tc.Attributes[meta.AttrMessageType] != "FIFO" {
+		t.Errorf("Grown after the take: %+v (%v, %v), want the config grown meanwhile, 8 queues, FIFO", tc, ok, err)
+	}
+	if tc, ok, err := b.topics.table.Get("Created"); err != nil || !ok || tc.ReadQueueNums != 6 || tc.WriteQueueNums != 6 || tc.Perm != meta.PermRead {
+		t.Errorf("Created after the take: %+v (%v, %v), want the config created meanwhile raised to 6 queues, read-only kept", tc, ok, err)
+	}
+	if tc, ok, err := b.topics.table.Get("Untouched"); err != nil || !ok || tc.WriteQueueNums != 3 {
+		t.Errorf("Untouched after the take: %+v (%v, %v), want taken with 3 queues", tc, ok, err)
+	}
+}
+
+// While a promoted slave takes the topics its master never gave it a
+// copy of, mqadmin cleanUnusedTopic is refused: it would drop their
+// queues, which no config covers until the take ends.
+func TestCleanUnusedTopicWaitsForThePromotedSlavesTake(t *testing.T) {
+	b := startTestBroker(t, nil)
+	c := b.client(nil)
+	mustSend(t, c, "Uncopied", 0, "u", "")
+	b.caughtUp()
+	if err := b.topics.table.Delete("Uncopied"); err != nil {
+		t.Fatal(err)
+	}
+	b.takingUncopied.Store(true)
+	if r := call(t, c, remoting.CleanUnusedTopic, nil, nil); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "still taking") {
+		t.Errorf("CLEAN_UNUSED_TOPIC during the take: %d %s, want SYSTEM_ERROR naming the take", r.Code, r.Remark)
+	}
+	if _, hi := queueBounds(t, c, "Uncopied"); hi != 1 {
+		t.Errorf("Uncopied's max offset %d after the refused clean, want its entry kept", hi)
+	}
+	b.takingUncopied.Store(false)
+	if r := call(t, c, remoting.CleanUnusedTopic, nil, nil); r.Code != remoting.Success {
+		t.Fatalf("CLEAN_UNUSED_TOPIC after the take: %d %s", r.Code, r.Remark)
+	}
+	if _, hi := queueBounds(t, c, "Uncopied"); hi != 0 {
+		t.Errorf("Uncopied's max offset %d after the clean, want dropped", hi)
 	}
 }
