@@ -61,7 +61,9 @@ func (b *Broker) slaveTopicsAtStart() error {
 	}
 	if ok {
 		b.takingUncopied.Store(true)
-		b.goBackground("take the topics a slave never copied", func(ctx context.Context) { b.takeUncopiedLoop(ctx, at) })
+		b.goBackground("take the topics a slave never copied", func(ctx context.Context) {
+			b.takeUncopiedLoop(ctx, at, b.takeUncopiedTopics, uncopiedRetry)
+		})
 	}
 	return nil
 }
@@ -70,19 +72,19 @@ func (b *Broker) slaveTopicsAtStart() error {
 // never copied waits before it is tried again.
 const uncopiedRetry = 5 * time.Second
 
-// takeUncopiedLoop takes the topics a promoted slave never copied
-// (takeUncopiedTopics) and forgets the record, trying again after an error
-// until it succeeds or ctx ends. It runs beside the broker's service, not
+// takeUncopiedLoop takes the topics a promoted slave never copied (take:
+// takeUncopiedTopics) and forgets the record, trying again retry after an
+// error until it succeeds or ctx ends. It runs beside the broker's service, not
 // before it: at a million queues the walk takes about a second, which a
 // controller's switch would otherwise add to the time no master serves
 // (sends wait at the gate a second at most). Until it ends, the topics it
 // takes are not routed, as before the master died, and a clean of unused
 // topics is refused (it would drop their queues).
-func (b *Broker) takeUncopiedLoop(ctx context.Context, at int64) {
+func (b *Broker) takeUncopiedLoop(ctx context.Context, at int64, take func(context.Context, int64) error, retry time.Duration) {
 	defer b.takingUncopied.Store(false)
 	for {
 		began := time.Now()
-		err := b.takeUncopiedTopics(ctx, at)
+		err := take(ctx, at)
 		if err == nil {
 			err = b.db.ClearSlaveTopicsAt()
 		}
@@ -94,12 +96,12 @@ func (b *Broker) takeUncopiedLoop(ctx context.Context, at int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		b.log.Error().Err(err).Int64("topicsCopiedAt", at).Dur("retryIn", uncopiedRetry).
+		b.log.Error().Err(err).Int64("topicsCopiedAt", at).Dur("retryIn", retry).
 			Msg("take the topics this broker's master had given no copy of when it died: their messages stay unserved until it succeeds")
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(uncopiedRetry):
+		case <-time.After(retry):
 		}
 	}
 }

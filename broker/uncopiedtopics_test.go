@@ -2,9 +2,15 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/rocketkv/rocketkv/internal/testutil"
 	"github.com/rocketkv/rocketkv/meta"
 	"github.com/rocketkv/rocketkv/remoting"
 )
@@ -223,5 +229,60 @@ func TestCleanUnusedTopicWaitsForThePromotedSlavesTake(t *testing.T) {
 	}
 	if _, hi := queueBounds(t, c, "Uncopied"); hi != 0 {
 		t.Errorf("Uncopied's max offset %d after the clean, want dropped", hi)
+	}
+}
+
+// A take of the topics a promoted slave never copied that fails is logged
+// and tried again; the record of how far the slave's copies went stays
+// until one succeeds, and so does the refusal to clean unused topics. A
+// broker that stops meanwhile leaves the record for its next start.
+func TestPromotedSlavesTakeIsTriedAgainAfterAnError(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	b := startTestBrokerWith(t, t.TempDir(), nil, func(b *Broker) { b.log = zerolog.New(logs) })
+	if err := b.db.SetSlaveTopicsAt(0); err != nil {
+		t.Fatal(err)
+	}
+	failures := make(chan error, 2)
+	failures <- errors.New("injected read failure")
+	take := func(ctx context.Context, at int64) error {
+		select {
+		case err := <-failures:
+			return err
+		default:
+			return b.takeUncopiedTopics(ctx, at)
+		}
+	}
+	b.takingUncopied.Store(true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.takeUncopiedLoop(context.Background(), 0, take, 50*time.Millisecond)
+	}()
+	<-done
+	if lines := logLines(logs, "take the topics this broker's master had given no copy of when it died: their messages stay unserved until it succeeds"); len(lines) != 1 || !strings.Contains(fmt.Sprint(lines[0]["error"]), "injected") {
+		t.Errorf("failed takes logged: %v, want the one injected", lines)
+	}
+	waitTakenUncopied(t, b)
+
+	// Stopped while it waits to try again: the record stays.
+	if err := b.db.SetSlaveTopicsAt(0); err != nil {
+		t.Fatal(err)
+	}
+	failures <- errors.New("injected read failure")
+	ctx, cancel := context.WithCancel(context.Background())
+	b.takingUncopied.Store(true)
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		b.takeUncopiedLoop(ctx, 0, take, time.Hour)
+	}()
+	waitFor(t, "the second take to fail", func() bool { return len(failures) == 0 })
+	cancel()
+	<-done
+	if _, ok, err := b.db.SlaveTopicsAt(); err != nil || !ok {
+		t.Errorf("the record after a stop during the retry wait: %v %v, want it kept", ok, err)
+	}
+	if b.takingUncopied.Load() {
+		t.Error("the loop ended and still refuses to clean unused topics")
 	}
 }
