@@ -74,7 +74,8 @@ const masterCallTimeout = 3 * time.Second
 // a minute has passed since its start or its last sync, which comes to
 // the same). In between, a slave whose dispatcher meets new topics looks
 // them up and copies the master's topic and group tables when it lacks
-// one (slavetopics.go), at most once per topicSightingGap. masterAddr is
+// one (slavetopics.go), at most once per topicSightingGap (less often
+// while those copies fail: earlyCopyGap). masterAddr is
 // asked before each sync; while it returns "" (no master known yet)
 // nothing is sent, and new topics are looked at again each
 // topicSightingGap. A failed sync is logged and tried again at the next
@@ -92,9 +93,11 @@ func (b *Broker) slaveSyncLoop(ctx context.Context, masterAddr func() string) {
 		kick = b.repl.sightings.kick
 	}
 	// look fires when the sightings are due to be looked at: at once
-	// after a kick, or topicSightingGap after the last look.
+	// after a kick, or topicSightingGap after the last look (longer after
+	// failed copies: earlyCopyGap).
 	var look <-chan time.Time
 	var lastLook time.Time
+	failed := 0 // early copies failed in a row
 	for {
 		select {
 		case <-ctx.Done():
@@ -109,13 +112,18 @@ func (b *Broker) slaveSyncLoop(ctx context.Context, masterAddr func() string) {
 			}
 		case <-kick:
 			if look == nil {
-				look = time.After(time.Until(lastLook.Add(topicSightingGap)))
+				look = time.After(time.Until(lastLook.Add(earlyCopyGap(failed, interval))))
 			}
 		case <-look:
 			lastLook = time.Now()
 			look = nil
-			if !b.copyTablesForSightings(ctx, masterAddr()) {
+			switch b.copyTablesForSightings(ctx, masterAddr()) {
+			case earlyCopyNoMaster:
 				look = time.After(topicSightingGap)
+			case earlyCopyDone:
+				failed = 0
+			case earlyCopyFailed:
+				failed++
 			}
 		}
 	}

@@ -106,6 +106,26 @@ func (s *topicSightings) take() (names []string, overflow bool, stale staleQueue
 	return names, overflow, stale
 }
 
+// giveBack returns what a take handed out to a look whose copy failed,
+// keeping what was noted since (a newer stale queue wins), and wakes the
+// sync loop: the next look, after earlyCopyGap, tries again.
+func (s *topicSightings) giveBack(names []string, overflow bool, stale staleQueue) {
+	s.mu.Lock()
+	for _, n := range names {
+		if len(s.names) < maxTopicSightings {
+			s.names[n] = struct{}{}
+		} else {
+			s.overflow = true
+		}
+	}
+	s.overflow = s.overflow || overflow
+	if s.stale.topic == "" {
+		s.stale = stale
+	}
+	s.mu.Unlock()
+	s.wake()
+}
+
 // newTopicHook is the dispatcher's NewTopic hook: nil on a master, which
 // owns its topic table.
 func (b *Broker) newTopicHook() func(string) {
@@ -139,15 +159,42 @@ func (b *Broker) stillStale(q staleQueue) bool {
 	return err != nil || !ok || int(q.queueID) >= tc.ReadQueueNums
 }
 
+// earlyCopy is what a look at the sightings did (copyTablesForSightings).
+type earlyCopy int
+
+const (
+	earlyCopyNoMaster  earlyCopy = iota // no master known: the names wait
+	earlyCopyNotNeeded                  // every topic met has a config, no queue stale
+	earlyCopyDone                       // the master's tables were copied
+	earlyCopyFailed                     // the copy failed (the master is down?)
+)
+
+// earlyCopyGap is the least time between two looks at the sightings after
+// failed early copies in a row: topicSightingGap doubled per failure, up to
+// the full sync's interval, so that a slave whose master is down, pulled
+// by clients for queues past its copy, does not ask the dead master, and
+// log that it failed, every second.
+func earlyCopyGap(failed int, interval time.Duration) time.Duration {
+	gap := topicSightingGap
+	for range failed {
+		if gap >= interval {
+			break
+		}
+		gap *= 2
+	}
+	return min(gap, max(interval, topicSightingGap))
+}
+
 // copyTablesForSightings looks up the topics the dispatcher met since the
 // last look and, when one of them (or, after an overflow, possibly one)
 // has no config here, or a client showed a config that is still out of
 // date, copies the master's topic and subscription-group tables from the
-// master at addr. It reports false, taking nothing, while no master is known: the
-// names wait for the next look.
-func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
+// master at addr. While no master is known it takes nothing: the names
+// wait for the next look; a copy that fails gives them back for the look
+// after the next gap.
+func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) earlyCopy {
 	if addr == "" {
-		return false
+		return earlyCopyNoMaster
 	}
 	names, overflow, stale := b.repl.sightings.take()
 	unknown := ""
@@ -165,10 +212,14 @@ func (b *Broker) copyTablesForSightings(ctx context.Context, addr string) bool {
 		b.log.Info().Str("topic", stale.topic).Int32("queueId", stale.queueID).Str("master", addr).
 			Msg("a client pulled a queue past this slave's copy of the topic's config: copying the master's topics and groups now")
 	default:
-		return true
+		return earlyCopyNotNeeded
 	}
-	if err := b.runSyncSteps(ctx, addr, []syncStep{b.topicsStep(), b.groupsStep()}); err != nil && ctx.Err() == nil {
-		b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's topics for a new topic")
+	if err := b.runSyncSteps(ctx, addr, []syncStep{b.topicsStep(), b.groupsStep()}); err != nil {
+		if ctx.Err() == nil {
+			b.log.Warn().Err(err).Str("master", addr).Msg("copy the master's topics for a new topic")
+			b.repl.sightings.giveBack(names, overflow, stale)
+		}
+		return earlyCopyFailed
 	}
-	return true
+	return earlyCopyDone
 }

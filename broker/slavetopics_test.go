@@ -2,6 +2,7 @@ package broker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -121,4 +122,54 @@ func startMasterAndSlave(t *testing.T, adjust func(*Broker)) (master, slave *tes
 		"slaveSyncIntervalMillis": "3600000"}), adjust)
 	waitFor(t, "the slave to know its master", func() bool { return slave.masterAddr() == master.Addr() })
 	return master, slave
+}
+
+// A slave whose early copy fails (its master is down) keeps what made it
+// copy for the next look.
+func TestSlaveTriesAFailedEarlyCopyAgainLater(t *testing.T) {
+	logs := &testutil.SyncBuffer{}
+	master, slave := startMasterAndSlave(t, func(b *Broker) { b.log = zerolog.New(logs) })
+	mc, sc := master.client(nil), slave.client(nil)
+	createTopic(t, mc, "Grows", 1, 1)
+	mustSend(t, mc, "Grows", 0, "one", "")
+	waitReplicated(t, master, slave)
+	waitFor(t, "the slave to copy Grows's config", func() bool {
+		_, ok := topicTable(t, slave)["Grows"]
+		return ok
+	})
+	createTopic(t, mc, "Grows", 4, 4)
+	mustSend(t, mc, "Grows", 3, "three", "")
+	waitReplicated(t, master, slave)
+	master.stop()
+
+	if r := call(t, sc, remoting.PullMessage, pullReq("g", "Grows", 3, 0, 0, 0, "*"), nil); r.Code != remoting.InvalidParameter {
+		t.Fatalf("pull of Grows/3 from the slave: %d %s, want INVALID_PARAMETER from its copy of one queue", r.Code, r.Remark)
+	}
+	s := slave.repl.sightings
+	waitFor(t, "the slave's early copy to fail and keep Grows/3 for the next look", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(logLines(logs, "copy the master's topics for a new topic")) > 0 && s.stale == staleQueue{topic: "Grows", queueID: 3}
+	})
+}
+
+// While its early copies fail, a slave looks less often:
+// topicSightingGap doubled per failure, up to the full sync's interval.
+func TestEarlyCopyGap(t *testing.T) {
+	for _, c := range []struct {
+		failed   int
+		interval time.Duration
+		want     time.Duration
+	}{
+		{0, time.Minute, time.Second},
+		{1, time.Minute, 2 * time.Second},
+		{3, time.Minute, 8 * time.Second},
+		{6, time.Minute, time.Minute},
+		{1000, time.Minute, time.Minute},
+		{2, 500 * time.Millisecond, time.Second},
+	} {
+		if got := earlyCopyGap(c.failed, c.interval); got != c.want {
+			t.Errorf("earlyCopyGap(%d, %s) = %s, want %s", c.failed, c.interval, got, c.want)
+		}
+	}
 }
