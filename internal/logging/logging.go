@@ -50,7 +50,22 @@ func New(w io.Writer, level string, format Format) (zerolog.Logger, error) {
 	if format == Console {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.DateTime + ".000"}
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Level(lvl).Hook(millisecondTime{}), nil
+}
+
+// timeLayout is the layout of every line's "time" field: RFC 3339 with
+// milliseconds, as RocketMQ's logs carry them (zerolog's default layout
+// stops at the second, too coarse to order a failover's steps across a
+// broker, its slave and a controller).
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// millisecondTime adds the "time" field to every line written. It is a hook
+// rather than zerolog.TimeFieldFormat, which is global to the process.
+type millisecondTime struct{}
+
+// Run implements zerolog.Hook.
+func (millisecondTime) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
+	e.Str(zerolog.TimestampFieldName, time.Now().Format(timeLayout))
 }
 
 // IgnoredKeys reports the keys of a configuration file, and of the

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -31,6 +33,20 @@ func TestJSONWhenNotATerminal(t *testing.T) {
 	}
 	if m["message"] != "shown" || m["level"] != "info" || m["component"] != "test" || m["time"] == nil {
 		t.Errorf("unexpected fields %v", m)
+	}
+	// Milliseconds, as RocketMQ's logs: seconds cannot order a
+	// failover's steps.
+	if ts, ok := m["time"].(string); !ok || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$`).MatchString(ts) {
+		t.Errorf("time %v, want RFC 3339 with milliseconds", m["time"])
+	} else if at, err := time.Parse(time.RFC3339, ts); err != nil || time.Since(at) > time.Minute || time.Since(at) < -time.Minute {
+		t.Errorf("time %s (%v), want now", ts, err)
+	}
+	// A component logger made from it keeps the field.
+	buf.Reset()
+	child := log.With().Str("component", "child").Logger()
+	child.Warn().Msg("again")
+	if !strings.Contains(buf.String(), `"time":"`) {
+		t.Errorf("a derived logger's line %q has no time", buf.String())
 	}
 }
 
