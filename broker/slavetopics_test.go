@@ -62,23 +62,12 @@ func TestSlaveCopiesTheTopicOfANewReplicatedMessage(t *testing.T) {
 // count that the slave holds no message of (a client's mistake) does not.
 func TestSlaveCopiesTheTopicWhoseAddedQueueAClientPulled(t *testing.T) {
 	logs := &testutil.SyncBuffer{}
-	master, slave := startMasterAndSlave(t, func(b *Broker) { b.log = zerolog.New(logs) })
+	_, slave := growBehindTheSlave(t, logs)
 	const copied = "a client pulled a queue past this slave's copy of the topic's config: copying the master's topics and groups now"
-	mc, sc := master.client(nil), slave.client(nil)
-	createTopic(t, mc, "Grows", 1, 1)
-	mustSend(t, mc, "Grows", 0, "one", "")
-	waitReplicated(t, master, slave)
-	waitFor(t, "the slave to copy Grows's config", func() bool {
-		_, ok := topicTable(t, slave)["Grows"]
-		return ok
-	})
+	sc := slave.client(nil)
 	pull := func(q int32) *remoting.Command {
 		return call(t, sc, remoting.PullMessage, pullReq("g", "Grows", q, 0, 0, 0, "*"), nil)
 	}
-
-	createTopic(t, mc, "Grows", 4, 4)
-	mustSend(t, mc, "Grows", 3, "three", "")
-	waitReplicated(t, master, slave)
 	if r := pull(3); r.Code != remoting.InvalidParameter {
 		t.Fatalf("first pull of Grows/3 from the slave: %d %s, want INVALID_PARAMETER from its copy of one queue", r.Code, r.Remark)
 	}
@@ -108,6 +97,27 @@ func TestSlaveCopiesTheTopicWhoseAddedQueueAClientPulled(t *testing.T) {
 	}
 }
 
+// growBehindTheSlave starts a master and a slave logging to logs, has
+// the slave copy topic Grows with one queue, then grows Grows to four
+// queues on the master and writes "three" to queue 3, which the slave
+// holds and its copy of the config does not cover.
+func growBehindTheSlave(t *testing.T, logs *testutil.SyncBuffer) (master, slave *testBroker) {
+	t.Helper()
+	master, slave = startMasterAndSlave(t, func(b *Broker) { b.log = zerolog.New(logs) })
+	mc := master.client(nil)
+	createTopic(t, mc, "Grows", 1, 1)
+	mustSend(t, mc, "Grows", 0, "one", "")
+	waitReplicated(t, master, slave)
+	waitFor(t, "the slave to copy Grows's config", func() bool {
+		_, ok := topicTable(t, slave)["Grows"]
+		return ok
+	})
+	createTopic(t, mc, "Grows", 4, 4)
+	mustSend(t, mc, "Grows", 3, "three", "")
+	waitReplicated(t, master, slave)
+	return master, slave
+}
+
 // startMasterAndSlave starts a name server, a master and a slave reading
 // allowed, that replicates the master and knows its address; the slave's
 // full copy of the master's tables is an hour away. adjust, when not nil,
@@ -128,20 +138,10 @@ func startMasterAndSlave(t *testing.T, adjust func(*Broker)) (master, slave *tes
 // copy for the next look.
 func TestSlaveTriesAFailedEarlyCopyAgainLater(t *testing.T) {
 	logs := &testutil.SyncBuffer{}
-	master, slave := startMasterAndSlave(t, func(b *Broker) { b.log = zerolog.New(logs) })
-	mc, sc := master.client(nil), slave.client(nil)
-	createTopic(t, mc, "Grows", 1, 1)
-	mustSend(t, mc, "Grows", 0, "one", "")
-	waitReplicated(t, master, slave)
-	waitFor(t, "the slave to copy Grows's config", func() bool {
-		_, ok := topicTable(t, slave)["Grows"]
-		return ok
-	})
-	createTopic(t, mc, "Grows", 4, 4)
-	mustSend(t, mc, "Grows", 3, "three", "")
-	waitReplicated(t, master, slave)
+	master, slave := growBehindTheSlave(t, logs)
 	master.stop()
 
+	sc := slave.client(nil)
 	if r := call(t, sc, remoting.PullMessage, pullReq("g", "Grows", 3, 0, 0, 0, "*"), nil); r.Code != remoting.InvalidParameter {
 		t.Fatalf("pull of Grows/3 from the slave: %d %s, want INVALID_PARAMETER from its copy of one queue", r.Code, r.Remark)
 	}
