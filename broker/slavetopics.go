@@ -175,14 +175,7 @@ const (
 // by clients for queues past its copy, does not ask the dead master, and
 // log that it failed, every second.
 func earlyCopyGap(failed int, interval time.Duration) time.Duration {
-	gap := topicSightingGap
-	for range failed {
-		if gap >= interval {
-			break
-		}
-		gap *= 2
-	}
-	return min(gap, max(interval, topicSightingGap))
+	return min(topicSightingGap<<min(failed, 20), max(interval, topicSightingGap))
 }
 
 // copyTablesForSightings looks up the topics the dispatcher met since the

@@ -73,13 +73,13 @@ func (b *Broker) slaveTopicsAtStart() error {
 const uncopiedRetry = 5 * time.Second
 
 // takeUncopiedLoop takes the topics a promoted slave never copied (take:
-// takeUncopiedTopics) and forgets the record, trying again retry after an
-// error until it succeeds or ctx ends. It runs beside the broker's service, not
-// before it: at a million queues the walk takes about a second, which a
-// controller's switch would otherwise add to the time no master serves
-// (sends wait at the gate a second at most). Until it ends, the topics it
-// takes are not routed, as before the master died, and a clean of unused
-// topics is refused (it would drop their queues).
+// takeUncopiedTopics) and forgets the record, trying again retry after
+// an error until it succeeds or ctx ends. It runs beside the broker's
+// service, not before it: at a million queues the walk takes about a
+// second, which a controller's switch would otherwise add to the time no
+// master serves (sends wait at the gate a second at most). Until it
+// ends, the topics it takes are not routed, as before the master died,
+// and a clean of unused topics is refused (it would drop their queues).
 func (b *Broker) takeUncopiedLoop(ctx context.Context, at int64, take func(context.Context, int64) error, retry time.Duration) {
 	defer b.takingUncopied.Store(false)
 	for {
@@ -150,62 +150,93 @@ type uncoveredTopic struct {
 // master added queues after the slave's last copy). Light message queues
 // are left alone.
 //
-// The walk runs while the broker serves; what it found is checked again
-// under the topic table's get-or-create lock, so that a topic deleted
+// The walk (walkUncopied) runs while the broker serves, without a lock;
+// what it found is checked again under the topic table's get-or-create
+// lock (coverUncopied), one read per topic, so that a topic deleted
 // meanwhile (its queues dropped) or being deleted is not brought back,
 // and a config created or grown meanwhile is kept (only raised).
 func (b *Broker) takeUncopiedTopics(ctx context.Context, at int64) error {
-	uncovered, err := b.uncoveredQueues(ctx, b.cqs)
+	found, err := b.walkUncopied(ctx, at)
 	if err != nil {
 		return err
 	}
-	return b.coverUncopiedQueues(at, uncovered)
+	return b.coverUncopied(at, found)
 }
 
-// coverUncopiedQueues is takeUncopiedTopics's second half: it gives the
-// queues a walk found uncovered the configs they need, checking each
-// again under the get-or-create lock.
-func (b *Broker) coverUncopiedQueues(at int64, uncovered []uncoveredTopic) error {
-	if len(uncovered) == 0 {
+// uncopiedTopic is a topic the walk found with queues its config, if it
+// has one, does not cover, one of which holds an entry at or past the
+// record.
+type uncopiedTopic struct {
+	topic  string
+	recent int32 // the highest such queue with an entry at or past the record
+	last   int32 // the highest queue id of the topic
+}
+
+// walkUncopied lists the topics takeUncopiedTopics gives configs to or
+// raises, as the ConsumeQueue and the topic table stand now.
+func (b *Broker) walkUncopied(ctx context.Context, at int64) ([]uncopiedTopic, error) {
+	uncovered, err := b.uncoveredQueues(ctx, b.cqs)
+	if err != nil {
+		return nil, err
+	}
+	var found []uncopiedTopic
+	for _, u := range uncovered {
+		recent := int32(-1)
+		for _, qid := range u.queues {
+			last, ok, err := cq.LastEntry(b.cqs, u.topic, qid)
+			if err != nil {
+				return nil, fmt.Errorf("read the last entry of %s/%d, which its config does not cover: %w", u.topic, qid, err)
+			}
+			if ok && last.PhyOffset >= at {
+				recent = qid
+			}
+		}
+		if recent >= 0 {
+			found = append(found, uncopiedTopic{u.topic, recent, u.queues[len(u.queues)-1]})
+		}
+	}
+	return found, nil
+}
+
+// coverUncopied gives the topics walkUncopied found the configs they
+// need, checking each again under the get-or-create lock: skipped while
+// its deletion is under way or once its entry at or past at is gone (a
+// deletion that ended since the walk), and its config read again.
+func (b *Broker) coverUncopied(at int64, found []uncopiedTopic) error {
+	if len(found) == 0 {
 		return nil
 	}
 	m := b.topics
 	m.create.Lock()
 	defer m.create.Unlock()
 	var taken []meta.TopicConfig
-	for _, u := range uncovered {
+	for _, u := range found {
 		if m.deleting[u.topic] > 0 {
 			continue
 		}
-		recent := int32(-1) // the highest queue id with an entry at or past at
-		for _, qid := range u.queues {
-			last, ok, err := cq.LastEntry(b.cqs, u.topic, qid)
-			if err != nil {
-				return fmt.Errorf("read the last entry of %s/%d, which its config does not cover: %w", u.topic, qid, err)
-			}
-			if ok && last.PhyOffset >= at {
-				recent = qid
-			}
+		last, ok, err := cq.LastEntry(b.cqs, u.topic, u.recent)
+		if err != nil {
+			return fmt.Errorf("read the last entry of %s/%d again: %w", u.topic, u.recent, err)
 		}
-		if recent < 0 {
-			continue
+		if !ok || last.PhyOffset < at {
+			continue // deleted since the walk
 		}
 		tc, ok, err := m.table.Get(u.topic)
 		if err != nil {
 			return fmt.Errorf("read the config of %s to cover its queues: %w", u.topic, err)
 		}
 		if !ok {
-			tc := meta.NewTopicConfig(u.topic, int(u.queues[len(u.queues)-1])+1)
+			tc := meta.NewTopicConfig(u.topic, int(u.last)+1)
 			taken = append(taken, tc)
 			b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int64("topicsCopiedAt", at).
 				Msg("the master died before this broker, its slave then, copied the topic's config: the topic is served with a config made from its queues; check its queue count and attributes")
 			continue
 		}
 		was := tc.QueueCount()
-		if int(recent) < was {
+		if int(u.recent) < was {
 			continue // grown meanwhile
 		}
-		tc.ReadQueueNums, tc.WriteQueueNums = max(tc.ReadQueueNums, int(recent)+1), max(tc.WriteQueueNums, int(recent)+1)
+		tc.ReadQueueNums, tc.WriteQueueNums = max(tc.ReadQueueNums, int(u.recent)+1), max(tc.WriteQueueNums, int(u.recent)+1)
 		taken = append(taken, tc)
 		b.log.Warn().Str("topic", u.topic).Int("queues", tc.WriteQueueNums).Int("copied", was).Int64("topicsCopiedAt", at).
 			Msg("the master died before this broker, its slave then, copied the topic's new queue count: the queues it wrote past the copied count are served")

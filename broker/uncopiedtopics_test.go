@@ -165,12 +165,12 @@ func TestPromotedSlavesTakeKeepsWhatChangedSinceItsWalk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	uncovered, err := b.uncoveredQueues(context.Background(), b.cqs)
+	found, err := b.walkUncopied(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(uncovered) != 5 {
-		t.Fatalf("the walk found %+v, want the 5 topics", uncovered)
+	if len(found) != 5 {
+		t.Fatalf("the walk found %+v, want the 5 topics", found)
 	}
 
 	// What happens between the walk and the write.
@@ -186,7 +186,7 @@ func TestPromotedSlavesTakeKeepsWhatChangedSinceItsWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := b.coverUncopiedQueues(0, uncovered); err != nil {
+	if err := b.coverUncopied(0, found); err != nil {
 		t.Fatal(err)
 	}
 	for _, topic := range []string{"Deleted", "Deleting"} {

@@ -67,10 +67,7 @@ func TestControllerModeFailoverGoClient(t *testing.T) {
 	waitRoute(t, ns.addr, topic, master.name)
 	// The slave copies the topic (slaveSyncIntervalMillis 300): elected,
 	// it routes it.
-	waitUntil(t, 30*time.Second, "the slave to copy the topic", func() bool {
-		r, err := rawInvoke(slave.addr, 21, nil, nil) // GET_ALL_TOPIC_CONFIG
-		return err == nil && strings.Contains(string(r.Body), topic)
-	})
+	waitTopicCopied(t, slave.addr, topic)
 	p := newProducer(t, ns.addr, "pg-controller-mode")
 
 	var ok, failed atomic.Int64

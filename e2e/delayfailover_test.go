@@ -146,10 +146,7 @@ func TestDelayedAndTimerMessagesSurviveControllerFailovers(t *testing.T) {
 	const topic, queues, rounds, perWave = "E2EDelayFailover", 4, 4, 60
 	createTopic(t, cur.addr, topic, queues)
 	waitRoute(t, ns.addr, topic, cur.name)
-	waitUntil(t, 30*time.Second, "the slave to copy the topic", func() bool {
-		r, err := rawInvoke(other.addr, 21, nil, nil) // GET_ALL_TOPIC_CONFIG
-		return err == nil && strings.Contains(string(r.Body), topic)
-	})
+	waitTopicCopied(t, other.addr, topic)
 
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -31,6 +31,7 @@ const (
 	codeUpdateAndCreateTopic      = 17
 	codeQueryConsumerOffset       = 14
 	codeGetMaxOffset              = 30
+	codeGetAllTopicConfig         = 21
 	codeGetRouteInfo              = 105
 	codeGetConsumerList           = 38
 	codeGetProducerConnectionList = 204
@@ -38,6 +39,16 @@ const (
 	respTopicNotExist             = 17
 	respQueryNotFound             = 22
 )
+
+// waitTopicCopied waits until the slave at addr holds topic's config
+// (its copy of the master's topic table lists it).
+func waitTopicCopied(t *testing.T, addr, topic string) {
+	t.Helper()
+	waitUntil(t, 30*time.Second, "the slave to copy the topic", func() bool {
+		r, err := rawInvoke(addr, codeGetAllTopicConfig, nil, nil)
+		return err == nil && strings.Contains(string(r.Body), topic)
+	})
+}
 
 // rawInvoke sends one request and waits up to 5 s for its response.
 func rawInvoke(addr string, code int, ext map[string]string, body []byte) (*rawResponse, error) {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,10 +77,7 @@ func growTopicAfterTheSlavesCopy(t *testing.T, ns *namesrv, master, slave *broke
 	createTopic(t, master.addr, topic, 1)
 	waitRoute(t, ns.addr, topic, master.name)
 	sendN(t, newProducer(t, ns.addr, "pg-"+topic+"-first"), topic, "m-", 1)
-	waitUntil(t, 30*time.Second, "the slave to copy the topic", func() bool {
-		r, err := rawInvoke(slave.addr, 21, nil, nil) // GET_ALL_TOPIC_CONFIG
-		return err == nil && strings.Contains(string(r.Body), topic)
-	})
+	waitTopicCopied(t, slave.addr, topic)
 
 	createTopic(t, master.addr, topic, 4)
 	waitUntil(t, 30*time.Second, "a route of four queues", func() bool {
